@@ -1,0 +1,3 @@
+from workrail.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,96 @@
+"""RFC 8785 (JCS) canonical JSON and `sha256:<hex>` digests.
+
+Every hash and every durable JSON file goes through here, so the bytes match the reference
+implementation exactly. Values JCS cannot represent (NaN, integers beyond 2^53, non-JSON
+types, lone surrogates) are rejected with `CanonicalJsonError`, never silently changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Any, Final
+
+import rfc8785
+
+JsonValue = Any  # a JSON value: None, bool, int, float, str, list, dict[str, ...]
+
+DIGEST_RE: Final = re.compile(r"^sha256:[0-9a-f]{64}$")
+_FILE_SAFE_RE: Final = re.compile(r"[^a-zA-Z0-9._-]")
+
+
+class CanonicalJsonError(ValueError):
+    """A value cannot be written as canonical JSON (RFC 8785)."""
+
+
+def canonical_bytes(value: JsonValue) -> bytes:
+    """The RFC 8785 bytes of a JSON value.
+
+    Integers outside ±(2^53 − 1), NaN/Infinity, lone surrogates, non-string keys and
+    non-JSON types raise `CanonicalJsonError` with a message naming the problem.
+    """
+    _reject_bool_keys_and_tuples(value)
+    try:
+        return rfc8785.dumps(value)
+    except rfc8785.IntegerDomainError as exc:
+        raise CanonicalJsonError(
+            f"integer out of the JSON-safe range ±(2^53-1): {exc}"
+        ) from exc
+    except rfc8785.FloatDomainError as exc:
+        raise CanonicalJsonError(f"NaN and Infinity are not JSON numbers: {exc}") from exc
+    except rfc8785.CanonicalizationError as exc:
+        raise CanonicalJsonError(f"value is not canonical-JSON encodable: {exc}") from exc
+    except (TypeError, ValueError, UnicodeEncodeError) as exc:
+        raise CanonicalJsonError(f"value is not canonical-JSON encodable: {exc}") from exc
+
+
+def _reject_bool_keys_and_tuples(value: JsonValue) -> None:
+    """Reject tuples and other non-JSON containers before rfc8785 sees them.
+
+    rfc8785 accepts tuples as arrays; a durable model that hands it a tuple is a bug we want
+    to see, not silently accept, because the value would not round-trip as the same type.
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, child in item.items():
+                if not isinstance(key, str):
+                    raise CanonicalJsonError(f"object keys must be strings, got {key!r}")
+                stack.append(child)
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif item is None or isinstance(item, (bool, int, float, str)):
+            continue
+        else:
+            raise CanonicalJsonError(f"not a JSON value: {type(item).__name__}")
+
+
+def sha256_digest(data: bytes) -> str:
+    """`sha256:<64 lowercase hex>` of raw bytes."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def canonical_digest(value: JsonValue) -> str:
+    """`sha256:<hex>` of the canonical bytes of a JSON value."""
+    return sha256_digest(canonical_bytes(value))
+
+
+def is_digest(text: str) -> bool:
+    """True when `text` is exactly `sha256:` followed by 64 lowercase hex characters."""
+    return DIGEST_RE.fullmatch(text) is not None
+
+
+def digest_file_name(digest: str) -> str:
+    """The file name the reference derives from a digest: `sha256_<hex>.json`.
+
+    Only valid digests are accepted, so the result can never escape its directory.
+    """
+    if not is_digest(digest):
+        raise ValueError(f"not a sha256 digest: {digest!r}")
+    return _FILE_SAFE_RE.sub("_", digest) + ".json"
+
+
+def jsonl_line(value: JsonValue) -> bytes:
+    """One JSONL line: canonical bytes plus a single `\\n`."""
+    return canonical_bytes(value) + b"\n"

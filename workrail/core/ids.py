@@ -1,0 +1,73 @@
+"""Typed identifiers: `<prefix>_<26 lowercase base32>` carrying 16 random bytes.
+
+Minting takes the random bytes as an argument so the core stays deterministic; the shell
+passes `os.urandom(16)` (see `workrail.store.local.entropy`).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+from typing import Final, Literal
+
+IdPrefix = Literal["sess", "run", "node", "evt", "attempt"]
+ID_PREFIXES: Final[tuple[IdPrefix, ...]] = ("sess", "run", "node", "evt", "attempt")
+
+_B32_BODY: Final = r"[a-z2-7]{25}[aeimquy4]"
+_ID_RE: Final = re.compile(rf"^(sess|run|node|evt|attempt|wf)_({_B32_BODY})$")
+SESSION_ID_RE: Final = re.compile(rf"^sess_{_B32_BODY}$")
+
+ATTEMPT_NEXT_PREFIX: Final = "wr_attempt_next_v1:"
+
+
+def b32_encode16(raw: bytes) -> str:
+    """Lowercase RFC 4648 base32 of exactly 16 bytes, no padding (26 characters)."""
+    if len(raw) != 16:
+        raise ValueError("ids carry exactly 16 bytes")
+    return base64.b32encode(raw).decode("ascii").rstrip("=").lower()
+
+
+def b32_decode16(body: str) -> bytes:
+    """Inverse of `b32_encode16`; rejects wrong length, alphabet or non-zero pad bits."""
+    if len(body) != 26 or re.fullmatch(_B32_BODY, body) is None:
+        raise ValueError(f"not a 26-character id body: {body!r}")
+    raw = base64.b32decode(body.upper() + "======")
+    if b32_encode16(raw) != body:
+        raise ValueError(f"non-canonical id body: {body!r}")
+    return raw
+
+
+def make_id(prefix: IdPrefix | Literal["wf"], raw: bytes) -> str:
+    """`<prefix>_<base32(raw)>` for 16 bytes of entropy or digest."""
+    return f"{prefix}_{b32_encode16(raw)}"
+
+
+def is_id(text: str, prefix: IdPrefix | Literal["wf"]) -> bool:
+    """True when `text` is a well-formed id with this prefix."""
+    m = _ID_RE.fullmatch(text)
+    return m is not None and m.group(1) == prefix
+
+
+def is_session_id(text: str) -> bool:
+    """Session ids become directory names: only this pattern may reach the file system."""
+    return SESSION_ID_RE.fullmatch(text) is not None
+
+
+def id_bytes(text: str, prefix: IdPrefix | Literal["wf"]) -> bytes:
+    """The 16 bytes inside a well-formed id (for compact token payloads)."""
+    if not is_id(text, prefix):
+        raise ValueError(f"not a {prefix} id: {text!r}")
+    return b32_decode16(text.split("_", 1)[1])
+
+
+def next_attempt_id(parent_attempt_id: str) -> str:
+    """The attempt id the reference derives for the node after `parent_attempt_id`."""
+    digest = hashlib.sha256((ATTEMPT_NEXT_PREFIX + parent_attempt_id).encode("utf-8")).digest()
+    return make_id("attempt", digest[:16])
+
+
+def workflow_hash_ref(workflow_hash: str) -> str:
+    """`wf_<base32 of the first 16 bytes of the digest>` — what a state token carries."""
+    hex_part = workflow_hash.removeprefix("sha256:")
+    return make_id("wf", bytes.fromhex(hex_part)[:16])

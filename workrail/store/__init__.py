@@ -1,0 +1,1 @@
+"""The imperative shell for durable truth: ports (Protocols) and their backends."""

@@ -1,0 +1,1 @@
+"""The embedded default backend: files under one data directory."""

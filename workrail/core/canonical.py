@@ -33,9 +33,7 @@ def canonical_bytes(value: JsonValue) -> bytes:
     try:
         return rfc8785.dumps(value)
     except rfc8785.IntegerDomainError as exc:
-        raise CanonicalJsonError(
-            f"integer out of the JSON-safe range ±(2^53-1): {exc}"
-        ) from exc
+        raise CanonicalJsonError(f"integer out of the JSON-safe range ±(2^53-1): {exc}") from exc
     except rfc8785.FloatDomainError as exc:
         raise CanonicalJsonError(f"NaN and Infinity are not JSON numbers: {exc}") from exc
     except rfc8785.CanonicalizationError as exc:

@@ -1,0 +1,144 @@
+"""The session-store contract: every backend subclasses `SessionStoreContract` and provides
+`backend` (an object with `.sessions`) and `corrupt_segment(...)` for its own storage."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from returns.result import Failure, Success
+
+from tests.store.plans import Chain, advance_plan, new_id
+from workrail.store.ports import AppendPlan, WriteTxn
+
+
+def append(store: Any, session_id: str, plan: AppendPlan) -> Any:
+    return store.write(session_id, lambda txn: txn.append(plan))
+
+
+def events_of(store: Any, session_id: str) -> list[Any]:
+    result = store.read(session_id, lambda log: list(log.events))
+    assert isinstance(result, Success), result
+    return result.unwrap()
+
+
+class SessionStoreContract:
+    @pytest.fixture
+    def store(self) -> Any:
+        raise NotImplementedError
+
+    def test_unknown_session_loads_empty(self, store: Any) -> None:
+        assert events_of(store, new_id("sess")) == []
+
+    def test_append_then_load(self, store: Any) -> None:
+        chain = Chain()
+        assert isinstance(append(store, chain.sess, chain.start()), Success)
+        assert isinstance(append(store, chain.sess, chain.advance()), Success)
+        events = events_of(store, chain.sess)
+        assert [e.eventIndex for e in events] == list(range(6))
+        assert store.health(chain.sess).kind == "healthy"
+
+    def test_replayed_plan_is_a_noop_reporting_existing_events(self, store: Any) -> None:
+        chain = Chain()
+        start = chain.start()
+        append(store, chain.sess, start)
+        again = append(store, chain.sess, start)
+        outcome = again.unwrap()
+        assert outcome.deduplicated is True
+        assert [e.eventId for e in outcome.events] == [e.eventId for e in start.events]
+        assert len(events_of(store, chain.sess)) == 3
+
+    def test_partial_overlap_is_rejected(self, store: Any) -> None:
+        chain = Chain()
+        start = chain.start()
+        append(store, chain.sess, start)
+        mixed = AppendPlan((start.events[0], *chain.advance().events), ())
+        result = append(store, chain.sess, mixed)
+        assert isinstance(result, Failure)
+        assert result.failure().code == "SESSION_STORE_INVARIANT_VIOLATION"
+        assert len(events_of(store, chain.sess)) == 3
+
+    def test_non_contiguous_plan_is_rejected(self, store: Any) -> None:
+        chain = Chain()
+        append(store, chain.sess, chain.start())
+        chain.next_index += 1  # leave a gap
+        result = append(store, chain.sess, chain.advance())
+        assert result.failure().code == "SESSION_STORE_INVARIANT_VIOLATION"
+        assert len(events_of(store, chain.sess)) == 3
+
+    def test_plan_for_another_session_is_rejected(self, store: Any) -> None:
+        chain = Chain()
+        other = new_id("sess")
+        result = append(store, other, chain.start())
+        assert result.failure().code == "SESSION_STORE_INVARIANT_VIOLATION"
+        assert events_of(store, other) == []
+
+    def test_plan_with_dangling_edge_is_rejected(self, store: Any) -> None:
+        chain = Chain()
+        append(store, chain.sess, chain.start())
+        bad = advance_plan(
+            chain.sess, chain.run, 3, new_id("node"), new_id("node"), new_id("attempt")
+        )
+        assert append(store, chain.sess, bad).failure().code == "SESSION_STORE_INVARIANT_VIOLATION"
+
+    def test_plan_without_pin_is_rejected(self, store: Any) -> None:
+        chain = Chain()
+        start = chain.start()
+        unpinned = AppendPlan(start.events, ())
+        assert (
+            append(store, chain.sess, unpinned).failure().code
+            == "SESSION_STORE_INVARIANT_VIOLATION"
+        )
+
+    def test_write_capability_dies_with_the_callback(self, store: Any) -> None:
+        chain = Chain()
+        kept: list[WriteTxn] = []
+
+        def grab(txn: WriteTxn) -> Any:
+            kept.append(txn)
+            return Success(None)
+
+        store.write(chain.sess, grab)
+        late = kept[0].append(chain.start())
+        assert late.failure().code == "SESSION_STORE_INVARIANT_VIOLATION"
+        assert events_of(store, chain.sess) == []
+
+    def test_writer_is_exclusive_within_a_process(self, store: Any) -> None:
+        chain = Chain()
+
+        def nested(txn: WriteTxn) -> Any:
+            return store.write(chain.sess, lambda inner: inner.append(chain.start()))
+
+        result = store.write(chain.sess, nested)
+        assert result.failure().code in ("SESSION_LOCK_REENTRANT", "SESSION_LOCKED")
+        assert result.failure().retryable
+        assert events_of(store, chain.sess) == []
+
+    def test_reads_work_while_a_writer_holds_the_session(self, store: Any) -> None:
+        chain = Chain()
+        append(store, chain.sess, chain.start())
+
+        def read_inside(txn: WriteTxn) -> Any:
+            return Success(len(events_of(store, chain.sess)))
+
+        assert store.write(chain.sess, read_inside).unwrap() == 3
+
+    def test_many_appends_stay_contiguous(self, store: Any) -> None:
+        chain = Chain()
+        append(store, chain.sess, chain.start())
+        for _ in range(20):
+            assert isinstance(append(store, chain.sess, chain.advance()), Success)
+        events = events_of(store, chain.sess)
+        assert [e.eventIndex for e in events] == list(range(63))
+        assert len({e.dedupeKey for e in events}) == 63
+
+    def test_session_ids_are_listed(self, store: Any) -> None:
+        chain = Chain()
+        append(store, chain.sess, chain.start())
+        assert chain.sess in store.session_ids()
+
+    def test_malformed_session_id_never_reaches_storage(self, store: Any) -> None:
+        for bad in ("../../etc", "sess_../x", "sess_ABC", "", "sess_" + "a" * 26 + "/.."):
+            result = store.read(bad, lambda log: log.count)
+            assert isinstance(result, Failure)
+            assert result.failure().code == "INVALID_REFERENCE"

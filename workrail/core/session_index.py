@@ -1,0 +1,188 @@
+"""An incremental, pure projection of a session's event log: the run DAG and the lookups
+every use case needs (by dedupe key, node, edges, outputs, context).
+
+Built by applying events in order, so a cached index is extended with only the new events:
+this is what keeps each call O(new events) instead of O(session). The DAG rules are those
+of spec 70-projections §1; a violation is reported as a `ProjectionError`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from workrail.core.events import (
+    ContextSet,
+    DomainEvent,
+    EdgeCreated,
+    NodeCreated,
+    NodeOutputAppended,
+    RunStarted,
+)
+
+
+class ProjectionError(ValueError):
+    """The event log is well-formed line by line but its DAG is inconsistent."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class RunInfo:
+    run_id: str
+    started: RunStarted
+    node_ids: list[str] = field(default_factory=list)
+    latest_context: ContextSet | None = None
+
+
+@dataclass
+class SessionIndex:
+    """Mutable only through `apply`; callers treat an index as read-only."""
+
+    count: int = 0
+    dedupe: dict[str, int] = field(default_factory=dict)
+    runs: dict[str, RunInfo] = field(default_factory=dict)
+    nodes: dict[str, NodeCreated] = field(default_factory=dict)
+    edges_from: dict[str, list[EdgeCreated]] = field(default_factory=dict)
+    outputs: dict[str, list[NodeOutputAppended]] = field(default_factory=dict)
+    # last-activity event index per node (spec 70 §2, preferred tip)
+    last_activity: dict[str, int] = field(default_factory=dict)
+
+    def apply(self, event: DomainEvent) -> None:
+        """Fold one event (the next by eventIndex) into the index."""
+        if event.eventIndex < self.count - 1:
+            raise ProjectionError(
+                "PROJECTION_INVARIANT_VIOLATION", "events are not in eventIndex order"
+            )
+        self.count = event.eventIndex + 1
+        self.dedupe.setdefault(event.dedupeKey, event.eventIndex)
+        if isinstance(event, RunStarted):
+            self._run_started(event)
+        elif isinstance(event, NodeCreated):
+            self._node_created(event)
+        elif isinstance(event, EdgeCreated):
+            self._edge_created(event)
+        else:
+            if isinstance(event, NodeOutputAppended):
+                self.outputs.setdefault(event.node_id, []).append(event)
+            elif isinstance(event, ContextSet):
+                run = self.runs.get(event.run_id)
+                if run is not None:
+                    if not isinstance(event.data.context, dict):
+                        raise ProjectionError(
+                            "PROJECTION_CORRUPTION_DETECTED", "run context must be an object"
+                        )
+                    run.latest_context = event
+            scope = event.scope
+            if scope is not None and scope.nodeId is not None:
+                node_id = scope.nodeId
+                if node_id in self.last_activity:
+                    self.last_activity[node_id] = max(self.last_activity[node_id], event.eventIndex)
+
+    def _run_started(self, event: RunStarted) -> None:
+        existing = self.runs.get(event.run_id)
+        if existing is not None:
+            if existing.started.data.workflowHash != event.data.workflowHash:
+                raise ProjectionError(
+                    "PROJECTION_CORRUPTION_DETECTED",
+                    f"run {event.run_id} started twice with different workflow hashes",
+                )
+            return
+        self.runs[event.run_id] = RunInfo(event.run_id, event)
+
+    def _node_created(self, event: NodeCreated) -> None:
+        node_id = event.node_id
+        existing = self.nodes.get(node_id)
+        if existing is not None:
+            if existing.data != event.data or existing.scope != event.scope:
+                raise ProjectionError(
+                    "PROJECTION_CORRUPTION_DETECTED", f"node {node_id} created twice"
+                )
+            return
+        parent = event.data.parentNodeId
+        if parent is not None:
+            parent_event = self.nodes.get(parent)
+            if parent_event is None or parent_event.run_id != event.run_id:
+                raise ProjectionError(
+                    "PROJECTION_INVARIANT_VIOLATION",
+                    f"node {node_id} names parent {parent}, which is not a node of its run",
+                )
+        self.nodes[node_id] = event
+        self.last_activity[node_id] = event.eventIndex
+        run = self.runs.get(event.run_id)
+        if run is not None:
+            run.node_ids.append(node_id)
+
+    def _edge_created(self, event: EdgeCreated) -> None:
+        data = event.data
+        src = self.nodes.get(data.fromNodeId)
+        dst = self.nodes.get(data.toNodeId)
+        if src is None or dst is None:
+            raise ProjectionError(
+                "PROJECTION_INVARIANT_VIOLATION",
+                f"edge {data.fromNodeId}->{data.toNodeId} names a missing node",
+            )
+        if dst.data.parentNodeId != data.fromNodeId:
+            raise ProjectionError(
+                "PROJECTION_CORRUPTION_DETECTED",
+                f"edge {data.fromNodeId}->{data.toNodeId} disagrees with the child's parent",
+            )
+        self.edges_from.setdefault(data.fromNodeId, []).append(event)
+        activity = max(
+            self.last_activity[data.fromNodeId], self.last_activity[data.toNodeId], event.eventIndex
+        )
+        self.last_activity[data.fromNodeId] = activity
+        self.last_activity[data.toNodeId] = activity
+
+    # --- queries -----------------------------------------------------------------------
+
+    def has_key(self, dedupe_key: str) -> bool:
+        return dedupe_key in self.dedupe
+
+    def tips(self, run_id: str) -> list[str]:
+        """Nodes of the run without an outgoing edge, in plain string order."""
+        run = self.runs.get(run_id)
+        if run is None:
+            return []
+        return sorted(n for n in run.node_ids if not self.edges_from.get(n))
+
+    def ancestors(self, node_id: str) -> list[str]:
+        """The parent chain from `node_id` up to the root, `node_id` first."""
+        chain: list[str] = []
+        seen: set[str] = set()
+        current: str | None = node_id
+        while current is not None:
+            if current in seen:
+                raise ProjectionError("PROJECTION_INVARIANT_VIOLATION", "cycle in parent chain")
+            seen.add(current)
+            chain.append(current)
+            node = self.nodes.get(current)
+            current = None if node is None else node.data.parentNodeId
+        return chain
+
+    def preferred_tip(self, run_id: str) -> str | None:
+        """The deterministic 'latest activity' tip of spec 70 §2."""
+        best: tuple[int, int, tuple[int, ...]] | None = None
+        best_id: str | None = None
+        for tip in self.tips(run_id):
+            score = max(self.last_activity[n] for n in self.ancestors(tip))
+            created = self.nodes[tip].eventIndex
+            key = (score, created, _invert(tip))
+            if best is None or key > best:
+                best, best_id = key, tip
+        return best_id
+
+    def run_context(self, run_id: str) -> dict[str, Any]:
+        run = self.runs.get(run_id)
+        if run is None or run.latest_context is None:
+            return {}
+        context = run.latest_context.data.context
+        assert isinstance(context, dict)
+        return context
+
+
+def _invert(text: str) -> tuple[int, ...]:
+    """A key that sorts strings in reverse, so `max` prefers the lexically smaller id."""
+    return tuple(-ord(c) for c in text) + (1,)

@@ -1,0 +1,43 @@
+"""Shared pydantic building blocks for durable and wire models.
+
+Durable JSON must omit absent optional fields (never `null`, spec 00 §5), keep unknown keys
+of records written by other versions (so re-exported bytes stay identical), and use the
+spec's camelCase names verbatim.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+T = TypeVar("T")
+
+
+def _is_none(value: object) -> bool:
+    return value is None
+
+
+# An optional field that is omitted from dumps when absent (None).
+Omittable = Annotated[T | None, Field(default=None, exclude_if=_is_none)]
+
+NonEmptyStr = Annotated[str, StringConstraints(min_length=1)]
+Digest = Annotated[str, StringConstraints(pattern=r"^sha256:[0-9a-f]{64}$")]
+SafeId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9_-]+$")]
+DedupeKey = Annotated[str, StringConstraints(pattern=r"^[a-z0-9_:>-]+$", max_length=256)]
+
+
+class Lenient(BaseModel):
+    """A durable record: unknown keys are kept (and written back) but never produced by us."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object as it goes on disk or on the wire."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+class Strict(Lenient):
+    """A record whose schema is closed: unknown keys are a schema failure."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)

@@ -1,0 +1,99 @@
+"""Content-addressed stores: execution snapshots (`snapshots/`) and pinned compiled
+workflows (`workflows/pinned/`). Files are JCS bytes named by their own sha256, written once
+and atomically, and verified against their name on every first read."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+from returns.result import Failure, Result, Success
+
+from workrail.core.canonical import canonical_bytes, sha256_digest
+from workrail.store.errors import StoreError, StoreErrorCode
+from workrail.store.local.fsio import atomic_write
+from workrail.store.local.layout import Layout, UnsafeReference
+
+
+class _ContentStore:
+    """Shared write-once/verify-on-read logic; subclasses say where files go."""
+
+    _error_code: StoreErrorCode = "SNAPSHOT_STORE_CORRUPTION"
+
+    def __init__(self, layout: Layout) -> None:
+        self._layout = layout
+        self._cache: dict[str, dict[str, Any]] = {}
+        self._mutex = threading.Lock()
+
+    def _path(self, ref: str) -> Path:
+        raise NotImplementedError
+
+    def put(self, value: dict[str, Any]) -> str:
+        """Store `value` under sha256(JCS(value)) and return that ref. Idempotent."""
+        data = canonical_bytes(value)
+        ref = sha256_digest(data)
+        if ref in self._cache:
+            return ref
+        path = self._path(ref)
+        try:
+            if path.read_bytes() == data:
+                self._remember(ref, value)
+                return ref
+        except FileNotFoundError:
+            pass
+        atomic_write(path, data)
+        self._remember(ref, value)
+        return ref
+
+    def get(self, ref: str) -> Result[dict[str, Any] | None, StoreError]:
+        """The stored object, None when absent, or an error when the file is not what its
+        name promises (bad JSON, not an object, or bytes that hash to another ref)."""
+        cached = self._cache.get(ref)
+        if cached is not None:
+            return Success(cached)
+        try:
+            path = self._path(ref)
+        except UnsafeReference as exc:
+            return Failure(StoreError("INVALID_REFERENCE", str(exc)))
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return Success(None)
+        except OSError as exc:
+            return Failure(StoreError(self._error_code, f"cannot read {path.name}: {exc}"))
+        if sha256_digest(data) != ref:
+            return Failure(StoreError(self._error_code, f"{path.name}: content does not match"))
+        try:
+            value = json.loads(data)
+        except ValueError as exc:
+            return Failure(StoreError(self._error_code, f"{path.name}: invalid JSON: {exc}"))
+        if not isinstance(value, dict):
+            return Failure(StoreError(self._error_code, f"{path.name}: not a JSON object"))
+        self._remember(ref, value)
+        return Success(value)
+
+    def _remember(self, ref: str, value: dict[str, Any]) -> None:
+        with self._mutex:
+            if len(self._cache) > 4096:
+                self._cache.clear()
+            self._cache[ref] = value
+
+
+class LocalSnapshotStore(_ContentStore):
+    """Execution-snapshot CAS."""
+
+    _error_code = "SNAPSHOT_STORE_CORRUPTION"
+
+    def _path(self, ref: str) -> Path:
+        return self._layout.snapshot_path(ref)
+
+
+class LocalPinnedWorkflowStore(_ContentStore):
+    """Compiled workflows by workflowHash."""
+
+    _error_code = "PINNED_WORKFLOW_IO_ERROR"
+
+    def _path(self, ref: str) -> Path:
+        return self._layout.pinned_path(ref)

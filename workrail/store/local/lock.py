@@ -1,0 +1,104 @@
+"""The single-writer lock of a session: an OS file lock on `sessions/<id>/.lock` plus an
+in-process lock, because a `FileLock` object does not exclude two threads or coroutines of
+the same process. Both are tried once and never waited on: a busy session is a retryable
+error value, never a hang.
+
+The OS lock is `flock` (via `filelock`), held by the kernel and released when the process
+dies, so a crashed writer can never leave a session locked forever (the reference's
+exclusive-create `.lock` file can). The lock file itself may stay on disk; its presence
+means nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import ClassVar
+
+from filelock import FileLock, Timeout
+
+from workrail.store.errors import StoreError
+
+
+class WriterLock:
+    """One session's writer lock; `acquire` tries once."""
+
+    def __init__(self, session_dir: Path, guard: threading.Lock) -> None:
+        self._session_dir = session_dir
+        self._guard = guard
+        self._owner: int | None = None
+        self._file_lock: FileLock | None = None
+
+    def acquire(self) -> StoreError | None:
+        me = threading.get_ident()
+        if self._owner == me:
+            return StoreError("SESSION_LOCK_REENTRANT", "this thread already writes the session")
+        if not self._guard.acquire(blocking=False):
+            return StoreError("SESSION_LOCKED", "another writer in this process holds the session")
+        try:
+            self._session_dir.mkdir(parents=True, exist_ok=True)
+            file_lock = FileLock(self._session_dir / ".lock", timeout=0, mode=0o600)
+            file_lock.acquire()
+        except Timeout:
+            self._guard.release()
+            return StoreError("SESSION_LOCKED", "another process holds the session")
+        except OSError as exc:
+            self._guard.release()
+            return StoreError("SESSION_STORE_IO_ERROR", f"cannot take the session lock: {exc}")
+        self._file_lock = file_lock
+        self._owner = me
+        return None
+
+    def release(self) -> None:
+        try:
+            if self._file_lock is not None:
+                self._file_lock.release()
+        finally:
+            self._file_lock = None
+            self._owner = None
+            self._guard.release()
+
+
+class SessionLockRegistry:
+    """Process-wide locks per session directory: a writer lock and a state mutex.
+
+    The state mutex is held briefly around cache updates and reads of the cached index so
+    that threads never see it mid-update; writers hold it only while appending.
+    """
+
+    _instance: ClassVar[SessionLockRegistry | None] = None
+    _instance_guard: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self) -> None:
+        self._mutex = threading.Lock()
+        self._writers: dict[str, WriterLock] = {}
+        self._states: dict[str, threading.RLock] = {}
+
+    @classmethod
+    def shared(cls) -> SessionLockRegistry:
+        with cls._instance_guard:
+            if cls._instance is None:
+                cls._instance = cls()
+            return cls._instance
+
+    def writer(self, session_dir: Path) -> WriterLock:
+        key = str(session_dir)
+        with self._mutex:
+            lock = self._writers.get(key)
+            if lock is None:
+                lock = WriterLock(session_dir, threading.Lock())
+                self._writers[key] = lock
+            return lock
+
+    @contextmanager
+    def state(self, session_dir: Path) -> Iterator[None]:
+        key = str(session_dir)
+        with self._mutex:
+            mutex = self._states.get(key)
+            if mutex is None:
+                mutex = threading.RLock()
+                self._states[key] = mutex
+        with mutex:
+            yield

@@ -1,0 +1,538 @@
+"""The local session store: manifest-driven strict loads with an incremental in-process
+cache, and the fsync'd append transaction under the single-writer lock.
+
+Crash safety goes beyond the reference (spec 10-storage §4 crash table): a `segment_closed`
+record and its pins are written with one `write` and one `fsync`, and a final manifest line
+without its newline — an append that was never acknowledged — is treated as absent and cut
+off under the lock before the next append. Corruption anywhere else still fails fast and is
+never repaired.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from returns.result import Failure, Result, Success
+
+from workrail.core.canonical import CanonicalJsonError, jsonl_line, sha256_digest
+from workrail.core.events import DomainEvent, EdgeCreated, NodeCreated
+from workrail.core.health import HEALTHY, Corruption, SessionHealth
+from workrail.core.manifest import ManifestRecord, SegmentClosed, SnapshotPinned, segment_rel_path
+from workrail.core.session_index import ProjectionError, SessionIndex
+from workrail.store.errors import StoreError
+from workrail.store.local.fsio import FILE_MODE, fsync_dir, write_all
+from workrail.store.local.layout import Layout, UnsafeReference
+from workrail.store.local.lock import SessionLockRegistry, WriterLock
+from workrail.store.local.log_reader import (
+    CorruptionError,
+    check_chain,
+    missing_pin_error,
+    missing_pins,
+    parse_manifest_suffix,
+    parse_segment,
+    pins_of,
+)
+from workrail.store.ports import AppendOutcome, AppendPlan, PrefixLoad, SessionLog
+
+T = TypeVar("T")
+E = TypeVar("E")
+
+FaultHook = Callable[[str], None]
+"""Called at each named step of the append protocol; tests use it to kill the process."""
+
+
+@dataclass
+class _Entry:
+    """Cached validated state of one session, plus the manifest identity it was read from."""
+
+    ino: int = -1
+    dev: int = -1
+    size: int = 0
+    mtime_ns: int = 0
+    consumed: int = 0  # manifest bytes that hold accepted records
+    torn: bool = False  # bytes after `consumed` exist: an unacknowledged, interrupted append
+    events: list[DomainEvent] = field(default_factory=list)
+    manifest: list[ManifestRecord] = field(default_factory=list)
+    index: SessionIndex = field(default_factory=SessionIndex)
+    pins: set[tuple[int, str, str]] = field(default_factory=set)
+    last_segment: SegmentClosed | None = None
+
+    def view(self, session_id: str) -> SessionLog:
+        return SessionLog(session_id, self.events, self.manifest, self.index)
+
+
+class LocalSessionStore:
+    """Sessions under `<data>/sessions/<id>/`; see the module docstring for the protocol."""
+
+    def __init__(self, layout: Layout, faults: FaultHook | None = None) -> None:
+        self._layout = layout
+        self._faults = faults
+        self._cache: dict[str, _Entry] = {}
+        self._locks = SessionLockRegistry.shared()
+
+    # --- reads ---------------------------------------------------------------------------
+
+    def read(self, session_id: str, fn: Callable[[SessionLog], T]) -> Result[T, StoreError]:
+        """Strictly load (from cache when the manifest is unchanged) and call `fn` with the
+        view. Never takes the writer lock, so reads and replays work while a writer runs."""
+        try:
+            session_dir = self._layout.session_dir(session_id)
+        except UnsafeReference as exc:
+            return Failure(StoreError("INVALID_REFERENCE", str(exc)))
+        with self._locks.state(session_dir):
+            loaded = self._load(session_id, session_dir)
+            if isinstance(loaded, Corruption):
+                return Failure(_not_healthy(loaded))
+            return Success(fn(loaded.view(session_id)))
+
+    def health(self, session_id: str) -> SessionHealth:
+        """`healthy`, or the corruption class with its reason. Never writes."""
+        result = self.read(session_id, lambda _log: HEALTHY)
+        if isinstance(result, Success):
+            return HEALTHY
+        error: StoreError = result.failure()
+        if error.health is None:
+            raise ValueError(error.message)
+        return error.health
+
+    def session_ids(self) -> list[str]:
+        """Session directories that carry a well-formed id, sorted."""
+        try:
+            names = os.listdir(self._layout.sessions_dir)
+        except FileNotFoundError:
+            return []
+        result = []
+        for name in names:
+            try:
+                self._layout.session_dir(name)
+            except UnsafeReference:
+                continue
+            result.append(name)
+        return sorted(result)
+
+    def load_prefix(self, session_id: str) -> PrefixLoad:
+        """The longest valid prefix of the log, for read-only inspection and export."""
+        session_dir = self._layout.session_dir(session_id)
+        entry = _Entry()
+        try:
+            data = (session_dir / "manifest.jsonl").read_bytes()
+        except FileNotFoundError:
+            return PrefixLoad((), (), True, None)
+        try:
+            self._extend(entry, session_dir, data, salvage=True)
+            corruption = None
+        except _SalvageStop as stop:
+            corruption = stop.corruption
+        return PrefixLoad(
+            tuple(entry.events), tuple(entry.manifest), corruption is None, corruption
+        )
+
+    def _load(self, session_id: str, session_dir: Path) -> _Entry | Corruption:
+        """Bring the cached entry up to date with disk, reading only what is new."""
+        manifest_path = session_dir / "manifest.jsonl"
+        try:
+            st = os.stat(manifest_path)
+        except FileNotFoundError:
+            self._cache.pop(session_id, None)
+            return _Entry()
+        entry = self._cache.get(session_id)
+        if entry is not None and (st.st_ino, st.st_dev) == (entry.ino, entry.dev):
+            if st.st_size == entry.size and st.st_mtime_ns == entry.mtime_ns:
+                return entry
+            if st.st_size < entry.consumed:
+                entry = None
+        else:
+            entry = None
+        if entry is None:
+            entry = _Entry()
+        try:
+            with open(manifest_path, "rb") as f:
+                f.seek(entry.consumed)
+                data = f.read()
+                fst = os.fstat(f.fileno())
+            self._extend(entry, session_dir, data, salvage=False)
+        except CorruptionError as exc:
+            self._cache.pop(session_id, None)
+            return exc.corruption
+        except OSError as exc:
+            self._cache.pop(session_id, None)
+            return Corruption("missing_attested_segment", f"I/O error: {exc}", "tail")
+        entry.ino, entry.dev = fst.st_ino, fst.st_dev
+        entry.size, entry.mtime_ns = fst.st_size, fst.st_mtime_ns
+        self._cache[session_id] = entry
+        return entry
+
+    def _extend(self, entry: _Entry, session_dir: Path, data: bytes, *, salvage: bool) -> None:
+        """Validate manifest bytes that follow `entry.consumed` and fold them into `entry`.
+
+        On failure `entry` may be partly extended; the caller discards it (strict) or keeps
+        the prefix (salvage, which stops at the first bad record).
+        """
+        try:
+            tail = parse_manifest_suffix(data, len(entry.manifest))
+        except CorruptionError as exc:
+            if salvage:
+                raise _SalvageStop(exc.corruption) from exc
+            raise
+        records, ends = tail.records, tail.line_ends
+        segments: dict[int, list[DomainEvent]] = {}
+        if tail.torn:
+            records, ends = self._drop_torn_group(entry, session_dir, records, ends, segments)
+        entry.torn = tail.torn or len(records) < len(tail.records)
+        for position, record in enumerate(records):
+            try:
+                if isinstance(record, SegmentClosed):
+                    check_chain(entry.last_segment, record)
+                    if entry.last_segment is None and record.firstEventIndex != 0:
+                        raise CorruptionError(
+                            Corruption(
+                                "non_contiguous_indices",
+                                "The first segment must start at event 0",
+                                "head",
+                            )
+                        )
+                    events = segments.get(position)
+                    if events is None:
+                        events = _read_segment(session_dir, record)
+                    for event in events:
+                        entry.index.apply(event)
+                    entry.events.extend(events)
+                    entry.last_segment = record
+                else:
+                    assert isinstance(record, SnapshotPinned)
+                    entry.pins |= pins_of([record])
+                entry.manifest.append(record)
+                entry.consumed += ends[position] - (ends[position - 1] if position else 0)
+            except ProjectionError as exc:
+                corruption = Corruption("non_contiguous_indices", str(exc), "tail")
+                if salvage:
+                    raise _SalvageStop(corruption) from exc
+                raise CorruptionError(corruption) from exc
+            except CorruptionError as exc:
+                if salvage:
+                    raise _SalvageStop(exc.corruption) from exc
+                raise
+        if not salvage:
+            new_nodes = missing_pins(_recent_events(entry, records), entry.pins)
+            if new_nodes:
+                raise missing_pin_error(new_nodes[0])
+
+    def _drop_torn_group(
+        self,
+        entry: _Entry,
+        session_dir: Path,
+        records: list[ManifestRecord],
+        ends: list[int],
+        segments: dict[int, list[DomainEvent]],
+    ) -> tuple[list[ManifestRecord], list[int]]:
+        """An interrupted group write (segment_closed + its pins) is dropped as a whole:
+        if the last segment's nodes are not all pinned, that segment was never committed."""
+        last = max((i for i, r in enumerate(records) if isinstance(r, SegmentClosed)), default=None)
+        if last is None:
+            return records, ends
+        record = records[last]
+        assert isinstance(record, SegmentClosed)
+        try:
+            events = _read_segment(session_dir, record)
+        except (CorruptionError, OSError):
+            return records[:last], ends[:last]
+        pins = entry.pins | pins_of(records)
+        if missing_pins(events, pins):
+            return records[:last], ends[:last]
+        segments[last] = events
+        return records, ends
+
+    # --- writes --------------------------------------------------------------------------
+
+    def write(
+        self, session_id: str, fn: Callable[[_Txn], Result[T, E]]
+    ) -> Result[T, E | StoreError]:
+        """Run `fn` as the session's single writer.
+
+        Fails fast with a retryable `SESSION_LOCKED` when another thread, coroutine or
+        process holds the session; never waits. The session must load as healthy.
+        """
+        try:
+            session_dir = self._layout.session_dir(session_id)
+        except UnsafeReference as exc:
+            return Failure(StoreError("INVALID_REFERENCE", str(exc)))
+        with self._writer(session_dir) as acquired:
+            if isinstance(acquired, StoreError):
+                return Failure(acquired)
+            with self._locks.state(session_dir):
+                loaded = self._load(session_id, session_dir)
+                if isinstance(loaded, Corruption):
+                    return Failure(_not_healthy(loaded))
+                try:
+                    if loaded.torn:
+                        self._cut_torn_tail(session_id, session_dir, loaded)
+                except OSError as exc:
+                    return Failure(StoreError("SESSION_STORE_IO_ERROR", str(exc)))
+            txn = _Txn(self, session_id, session_dir)
+            try:
+                return fn(txn)
+            finally:
+                txn.closed = True
+
+    @contextmanager
+    def _writer(self, session_dir: Path) -> Iterator[WriterLock | StoreError]:
+        lock = self._locks.writer(session_dir)
+        acquired = lock.acquire()
+        if isinstance(acquired, StoreError):
+            yield acquired
+            return
+        try:
+            yield lock
+        finally:
+            lock.release()
+
+    def _cut_torn_tail(self, session_id: str, session_dir: Path, entry: _Entry) -> None:
+        """Cut off an interrupted, unacknowledged manifest write (we hold the lock)."""
+        path = session_dir / "manifest.jsonl"
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            os.ftruncate(fd, entry.consumed)
+            os.fsync(fd)
+            st = os.fstat(fd)
+        finally:
+            os.close(fd)
+        entry.torn = False
+        entry.size, entry.mtime_ns = st.st_size, st.st_mtime_ns
+
+    def _append(self, txn: _Txn, plan: AppendPlan) -> Result[AppendOutcome, StoreError]:
+        with self._locks.state(txn.session_dir):
+            loaded = self._load(txn.session_id, txn.session_dir)
+            if isinstance(loaded, Corruption):
+                return Failure(_not_healthy(loaded))
+            existing = _existing(loaded, plan)
+            if isinstance(existing, StoreError):
+                return Failure(existing)
+            if existing is not None:
+                return Success(AppendOutcome(existing, deduplicated=True))
+            problem = _validate_plan(loaded, txn.session_id, plan)
+            if problem is not None:
+                return Failure(StoreError("SESSION_STORE_INVARIANT_VIOLATION", problem))
+            try:
+                segment = b"".join(jsonl_line(e.to_json()) for e in plan.events)
+            except CanonicalJsonError as exc:
+                return Failure(StoreError("SESSION_STORE_INVARIANT_VIOLATION", str(exc)))
+            try:
+                self._commit(txn.session_id, txn.session_dir, loaded, plan, segment)
+            except OSError as exc:
+                self._cache.pop(txn.session_id, None)
+                return Failure(StoreError("SESSION_STORE_IO_ERROR", str(exc)))
+            return Success(AppendOutcome(plan.events, deduplicated=False))
+
+    def _commit(
+        self,
+        session_id: str,
+        session_dir: Path,
+        entry: _Entry,
+        plan: AppendPlan,
+        segment: bytes,
+    ) -> None:
+        """The durable append protocol (spec 10-storage §4, with the group write)."""
+        first, last = plan.events[0].eventIndex, plan.events[-1].eventIndex
+        rel = segment_rel_path(first, last)
+        events_dir = session_dir / "events"
+        events_dir.mkdir(parents=True, exist_ok=True)
+        final = session_dir / rel
+        tmp = final.with_name(final.name + ".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        try:
+            write_all(fd, segment)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self._fault("after_temp_write")
+        os.replace(tmp, final)
+        fsync_dir(events_dir)
+        self._fault("after_rename")
+
+        index = len(entry.manifest)
+        closed = SegmentClosed(
+            v=1,
+            manifestIndex=index,
+            sessionId=session_id,
+            kind="segment_closed",
+            firstEventIndex=first,
+            lastEventIndex=last,
+            segmentRelPath=rel,
+            sha256=sha256_digest(segment),
+            bytes=len(segment),
+        )
+        records: list[ManifestRecord] = [closed]
+        for offset, pin in enumerate(sorted(plan.pins), start=index + 1):
+            records.append(
+                SnapshotPinned(
+                    v=1,
+                    manifestIndex=offset,
+                    sessionId=session_id,
+                    kind="snapshot_pinned",
+                    eventIndex=pin.event_index,
+                    snapshotRef=pin.snapshot_ref,
+                    createdByEventId=pin.created_by_event_id,
+                )
+            )
+        group = b"".join(jsonl_line(r.to_json()) for r in records)
+        manifest_path = session_dir / "manifest.jsonl"
+        created = entry.consumed == 0 and not manifest_path.exists()
+        fd = os.open(manifest_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
+        try:
+            if self._faults is None:
+                write_all(fd, group)
+            else:
+                half = len(group) // 2
+                write_all(fd, group[:half])
+                os.fsync(fd)
+                self._fault("manifest_partial")
+                write_all(fd, group[half:])
+            os.fsync(fd)
+            st = os.fstat(fd)
+        finally:
+            os.close(fd)
+        if created:
+            fsync_dir(session_dir)
+        self._fault("after_manifest")
+
+        for event in plan.events:
+            entry.index.apply(event)
+        entry.events.extend(plan.events)
+        entry.manifest.extend(records)
+        entry.pins |= pins_of(records)
+        entry.last_segment = closed
+        entry.consumed += len(group)
+        entry.ino, entry.dev, entry.size, entry.mtime_ns = (
+            st.st_ino,
+            st.st_dev,
+            st.st_size,
+            st.st_mtime_ns,
+        )
+        self._cache[session_id] = entry
+
+    def _fault(self, step: str) -> None:
+        if self._faults is not None:
+            self._faults(step)
+
+
+class _SalvageStop(Exception):
+    def __init__(self, corruption: Corruption) -> None:
+        super().__init__(corruption.message)
+        self.corruption = corruption
+
+
+class _Txn:
+    """The write capability handed to a `write` callback; dead once the callback returns."""
+
+    def __init__(self, store: LocalSessionStore, session_id: str, session_dir: Path) -> None:
+        self._store = store
+        self.session_id = session_id
+        self.session_dir = session_dir
+        self.closed = False
+
+    @property
+    def log(self) -> SessionLog:
+        with self._store._locks.state(self.session_dir):
+            loaded = self._store._load(self.session_id, self.session_dir)
+        if isinstance(loaded, Corruption):
+            raise RuntimeError("session became unhealthy while locked")
+        return loaded.view(self.session_id)
+
+    def append(self, plan: AppendPlan) -> Result[AppendOutcome, StoreError]:
+        if self.closed:
+            message = "write capability used after release"
+            return Failure(StoreError("SESSION_STORE_INVARIANT_VIOLATION", message))
+        return self._store._append(self, plan)
+
+
+def _read_segment(session_dir: Path, record: SegmentClosed) -> list[DomainEvent]:
+    path = (session_dir / record.segmentRelPath).resolve()
+    if session_dir.resolve() not in path.parents:
+        raise CorruptionError(
+            Corruption("schema_validation_failed", "segmentRelPath escapes the session", "tail")
+        )
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise CorruptionError(
+            Corruption(
+                "missing_attested_segment",
+                f"Missing attested segment: {record.segmentRelPath}",
+                "tail",
+            )
+        ) from exc
+    return parse_segment(data, record)
+
+
+def _recent_events(entry: _Entry, records: list[ManifestRecord]) -> list[DomainEvent]:
+    """The events introduced by `records` (the tail of `entry.events`)."""
+    count = sum(
+        r.lastEventIndex - r.firstEventIndex + 1 for r in records if isinstance(r, SegmentClosed)
+    )
+    return entry.events[len(entry.events) - count :] if count else []
+
+
+def _existing(entry: _Entry, plan: AppendPlan) -> tuple[DomainEvent, ...] | StoreError | None:
+    """All keys present → the recorded events; none → None; some → invariant violation."""
+    found = [entry.index.dedupe.get(e.dedupeKey) for e in plan.events]
+    if all(i is None for i in found):
+        return None
+    if any(i is None for i in found):
+        return StoreError(
+            "SESSION_STORE_INVARIANT_VIOLATION",
+            "append plan partially overlaps events already recorded",
+        )
+    return tuple(entry.events[i] for i in found if i is not None)
+
+
+def _validate_plan(entry: _Entry, session_id: str, plan: AppendPlan) -> str | None:
+    """Spec 10-storage §4 step 5, plus DAG and pin checks so a plan can never turn a
+    healthy session into a corrupt one."""
+    if not plan.events:
+        return "empty append plan"
+    expected = len(entry.events)
+    nodes: dict[str, NodeCreated] = {}
+    keys: set[str] = set()
+    for offset, event in enumerate(plan.events):
+        if event.eventIndex != expected + offset:
+            return f"Invalid domain event at index {event.eventIndex}: expected {expected + offset}"
+        if event.sessionId != session_id:
+            return f"Invalid domain event at index {event.eventIndex}: wrong sessionId"
+        if event.dedupeKey in keys:
+            return f"duplicate dedupeKey in plan: {event.dedupeKey}"
+        keys.add(event.dedupeKey)
+        if isinstance(event, NodeCreated):
+            parent = event.data.parentNodeId
+            if parent is not None and parent not in nodes and parent not in entry.index.nodes:
+                return f"node {event.node_id} names an unknown parent {parent}"
+            nodes[event.node_id] = event
+        elif isinstance(event, EdgeCreated):
+            child = nodes.get(event.data.toNodeId) or entry.index.nodes.get(event.data.toNodeId)
+            known = event.data.fromNodeId in nodes or event.data.fromNodeId in entry.index.nodes
+            if child is None or not known:
+                return f"edge {event.data.fromNodeId}->{event.data.toNodeId} names a missing node"
+            if child.data.parentNodeId != event.data.fromNodeId:
+                return "edge disagrees with the child's parentNodeId"
+    first, last = plan.events[0].eventIndex, plan.events[-1].eventIndex
+    pinned = {(p.event_index, p.created_by_event_id, p.snapshot_ref) for p in plan.pins}
+    for pin in plan.pins:
+        if not first <= pin.event_index <= last:
+            return f"pin for event {pin.event_index} lies outside the plan"
+    for node in nodes.values():
+        if (node.eventIndex, node.eventId, node.data.snapshotRef) not in pinned:
+            return f"node_created at {node.eventIndex} has no snapshot pin"
+    return None
+
+
+def _not_healthy(corruption: Corruption) -> StoreError:
+    health = SessionHealth.of(corruption)
+    return StoreError(
+        "SESSION_NOT_HEALTHY",
+        f"Session corruption detected: {corruption.code}",
+        health=health,
+    )

@@ -1,0 +1,54 @@
+"""The decoded contents of the three token kinds (frozen: a verified token never changes).
+
+No token carries a `runId`: a node id names exactly one run (its `node_created` event), so
+the engine re-derives the run from the log. See `workrail.tokens` for why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from workrail.core.ids import workflow_hash_ref
+
+TokenKind = Literal["state", "ack", "checkpoint"]
+
+
+@dataclass(frozen=True)
+class StateToken:
+    """Names a node (session + node) and the workflow the run was pinned to."""
+
+    session_id: str
+    node_id: str
+    workflow_hash_ref: str
+    kind: Literal["state"] = "state"
+
+    def matches_workflow_hash(self, workflow_hash: str) -> bool:
+        """True when `workflow_hash` (`sha256:<hex>`) is the one this token was minted for."""
+        try:
+            return workflow_hash_ref(workflow_hash) == self.workflow_hash_ref
+        except ValueError:
+            return False
+
+
+@dataclass(frozen=True)
+class AckToken:
+    """Authorises recording one advance attempt (`attempt_id`) from a node."""
+
+    session_id: str
+    node_id: str
+    attempt_id: str
+    kind: Literal["ack"] = "ack"
+
+
+@dataclass(frozen=True)
+class CheckpointToken:
+    """Authorises recording one checkpoint (`attempt_id`) on a node."""
+
+    session_id: str
+    node_id: str
+    attempt_id: str
+    kind: Literal["checkpoint"] = "checkpoint"
+
+
+Token = StateToken | AckToken | CheckpointToken

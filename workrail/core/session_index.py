@@ -8,15 +8,19 @@ of spec 70-projections §1; a violation is reported as a `ProjectionError`.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
 from workrail.core.events import (
+    AdvanceRecorded,
+    ArtifactRefPayload,
     ContextSet,
     DomainEvent,
     EdgeCreated,
     NodeCreated,
     NodeOutputAppended,
+    PreferencesChanged,
     RunStarted,
 )
 
@@ -35,6 +39,11 @@ class RunInfo:
     started: RunStarted
     node_ids: list[str] = field(default_factory=list)
     latest_context: ContextSet | None = None
+    # (eventIndex, context) of every context_set, oldest first, for as-of lookups
+    context_history: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    preferences: dict[str, str] = field(
+        default_factory=lambda: {"autonomy": "guided", "riskPolicy": "conservative"}
+    )
 
 
 @dataclass
@@ -49,6 +58,10 @@ class SessionIndex:
     outputs: dict[str, list[NodeOutputAppended]] = field(default_factory=dict)
     # last-activity event index per node (spec 70 §2, preferred tip)
     last_activity: dict[str, int] = field(default_factory=dict)
+    # the advance that created each node (keyed by the new node id)
+    advance_into: dict[str, AdvanceRecorded] = field(default_factory=dict)
+    # inline content of every artifact output, in event order (loop-control history)
+    artifact_contents: list[Any] = field(default_factory=list)
 
     def apply(self, event: DomainEvent) -> None:
         """Fold one event (the next by eventIndex) into the index."""
@@ -67,6 +80,17 @@ class SessionIndex:
         else:
             if isinstance(event, NodeOutputAppended):
                 self.outputs.setdefault(event.node_id, []).append(event)
+                payload = event.data.payload
+                if isinstance(payload, ArtifactRefPayload) and "content" in payload.model_fields_set:
+                    self.artifact_contents.append(payload.content)
+            elif isinstance(event, AdvanceRecorded):
+                outcome = event.data.outcome
+                if outcome.kind == "advanced":
+                    self.advance_into[outcome.toNodeId] = event
+            elif isinstance(event, PreferencesChanged):
+                run = self.runs.get(event.run_id)
+                if run is not None:
+                    run.preferences = event.data.effective.to_json()
             elif isinstance(event, ContextSet):
                 run = self.runs.get(event.run_id)
                 if run is not None:
@@ -75,6 +99,7 @@ class SessionIndex:
                             "PROJECTION_CORRUPTION_DETECTED", "run context must be an object"
                         )
                     run.latest_context = event
+                    run.context_history.append((event.eventIndex, event.data.context))
             scope = event.scope
             if scope is not None and scope.nodeId is not None:
                 node_id = scope.nodeId
@@ -173,6 +198,23 @@ class SessionIndex:
             if best is None or key > best:
                 best, best_id = key, tip
         return best_id
+
+    def context_before(self, run_id: str, event_index: int) -> dict[str, Any]:
+        """The run context as it stood just before `event_index` (for replays)."""
+        run = self.runs.get(run_id)
+        if run is None:
+            return {}
+        pos = bisect.bisect_left(run.context_history, event_index, key=lambda item: item[0])
+        return run.context_history[pos - 1][1] if pos else {}
+
+    def recap_of(self, node_id: str, attempt_id: str) -> str | None:
+        """The notes recorded by attempt `attempt_id` when it advanced from `node_id`."""
+        wanted = f"out_recap_{attempt_id}"
+        for output in self.outputs.get(node_id, ()):
+            payload = output.data.payload
+            if output.data.outputId == wanted and payload.payloadKind == "notes":
+                return payload.notesMarkdown
+        return None
 
     def run_context(self, run_id: str) -> dict[str, Any]:
         run = self.runs.get(run_id)

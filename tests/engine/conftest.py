@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REFERENCE
+from workrail.engine.api import Engine
+from workrail.engine.catalog import CatalogEntry
+from workrail.engine.deps import EngineDeps
+from workrail.store.local.backend import LocalBackend
+from workrail.tokens import TokenCodec
+
+
+class DirCatalog:
+    """Every `*.json` of one directory, as the project source the reference used."""
+
+    def __init__(self, directory: Path) -> None:
+        self._entries = {}
+        for path in sorted(directory.glob("*.json")):
+            definition = json.loads(path.read_text())
+            self._entries[definition["id"]] = CatalogEntry(
+                workflow_id=definition["id"],
+                source_kind="project",
+                source_ref="/srv/workrail/workflows",
+                definition=definition,
+                name=definition["name"],
+                description=definition["description"],
+                version=definition["version"],
+            )
+
+    def entries(self) -> Sequence[CatalogEntry]:
+        return list(self._entries.values())
+
+    def get(self, workflow_id: str) -> CatalogEntry | None:
+        return self._entries.get(workflow_id)
+
+
+def make_engine(data_dir: Path, workflows: Path | None = None) -> Engine:
+    backend = LocalBackend.open(data_dir)
+    deps = EngineDeps(
+        sessions=backend.sessions,
+        snapshots=backend.snapshots,
+        pinned=backend.pinned,
+        catalog=DirCatalog(workflows or REFERENCE / "workflows"),
+        codec=TokenCodec(backend.keyring()),
+    )
+    return Engine(deps)
+
+
+@pytest.fixture
+def engine(data_dir: Path) -> Engine:
+    return make_engine(data_dir)

@@ -1,0 +1,80 @@
+"""The engine facade: token strings in, JSON-ready responses or error values out.
+
+Token parsing happens here so every use case receives verified, typed tokens; the MCP
+layer and the CLI call only this class.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from returns.result import Failure, Result, Success
+
+from workrail.engine import advance as advance_uc
+from workrail.engine import checkpoint as checkpoint_uc
+from workrail.engine import rehydrate as rehydrate_uc
+from workrail.engine import start as start_uc
+from workrail.engine import workflows as workflows_uc
+from workrail.engine.advance import AgentOutput
+from workrail.engine.deps import EngineDeps
+from workrail.engine.errors import EngineError
+from workrail.engine.loaded import CompiledCache
+from workrail.tokens import TokenError, check_advance_scope
+
+Response = Result[dict[str, Any], EngineError]
+
+
+def _token_error(err: TokenError) -> EngineError:
+    return EngineError(code=err.code, message=err.message, details={"suggestion": err.suggestion})
+
+
+class Engine:
+    def __init__(self, deps: EngineDeps) -> None:
+        self.deps = deps
+        self._compiled = CompiledCache()
+
+    def list_workflows(self) -> Response:
+        return Success(workflows_uc.list_workflows(self.deps))
+
+    def inspect_workflow(self, workflow_id: str, mode: str = "preview") -> Response:
+        return workflows_uc.inspect_workflow(self.deps, workflow_id, mode)
+
+    def start_workflow(self, workflow_id: str, context: dict[str, Any] | None = None) -> Response:
+        return start_uc.start_workflow(self.deps, self._compiled, workflow_id, context)
+
+    def rehydrate(self, state_token: str, context: dict[str, Any] | None = None) -> Response:
+        state = self.deps.codec.parse_state(state_token)
+        if isinstance(state, Failure):
+            return Failure(_token_error(state.failure()))
+        return rehydrate_uc.rehydrate(
+            self.deps, self._compiled, state_token, state.unwrap(), context
+        )
+
+    def advance(
+        self,
+        state_token: str,
+        ack_token: str,
+        *,
+        notes_markdown: str | None = None,
+        artifacts: list[Any] | None = None,
+        context: dict[str, Any] | None = None,
+    ) -> Response:
+        state = self.deps.codec.parse_state(state_token)
+        if isinstance(state, Failure):
+            return Failure(_token_error(state.failure()))
+        ack = self.deps.codec.parse_ack(ack_token)
+        if isinstance(ack, Failure):
+            return Failure(_token_error(ack.failure()))
+        scope = check_advance_scope(state.unwrap(), ack.unwrap())
+        if isinstance(scope, Failure):
+            return Failure(_token_error(scope.failure()))
+        output = AgentOutput(notes_markdown, tuple(artifacts or ()))
+        return advance_uc.advance(
+            self.deps, self._compiled, state.unwrap(), ack.unwrap(), output, context
+        )
+
+    def checkpoint(self, checkpoint_token: str) -> Response:
+        token = self.deps.codec.parse_checkpoint(checkpoint_token)
+        if isinstance(token, Failure):
+            return Failure(_token_error(token.failure()))
+        return checkpoint_uc.checkpoint(self.deps, token.unwrap())

@@ -1,0 +1,29 @@
+"""What the engine needs from workflow discovery: find a valid workflow by id, with the
+source kind/ref that `run_started` records."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    workflow_id: str
+    source_kind: str  # bundled | user | project
+    source_ref: str
+    definition: dict[str, Any] | None  # None when the file is invalid
+    name: str = ""
+    description: str = ""
+    version: str = ""
+
+    @property
+    def valid(self) -> bool:
+        return self.definition is not None
+
+
+class WorkflowCatalog(Protocol):
+    def entries(self) -> Sequence[CatalogEntry]: ...
+
+    def get(self, workflow_id: str) -> CatalogEntry | None: ...

@@ -1,0 +1,118 @@
+"""Agent-supplied context: validation against the spec's budget (40 §3) and the shallow
+merge used by advances. Pure."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from returns.result import Failure, Result, Success
+
+from workrail.core.budgets import CONTEXT_MAX_BYTES, CONTEXT_MAX_DEPTH
+from workrail.core.canonical import CanonicalJsonError, canonical_bytes
+from workrail.engine.errors import EngineError, error
+
+RESERVED_KEYS = frozenset({"__proto__", "constructor", "prototype"})
+
+
+def validate_context(tool: str, context: Any) -> Result[dict[str, Any], EngineError]:
+    """Shape, depth, JSON-only values, reserved keys, then the JCS byte budget."""
+    if not isinstance(context, dict):
+        return Failure(
+            error(
+                "VALIDATION_ERROR",
+                f"context must be a JSON object for {tool}.",
+                'Pass context as a JSON object of external facts, e.g. {"ticket": "T-1"}.',
+                kind="context_invalid_shape",
+                tool=tool,
+                expected="object",
+            )
+        )
+    problem = _scan(context, "", 1)
+    if problem is not None:
+        kind, path = problem
+        return Failure(
+            error(
+                "VALIDATION_ERROR",
+                f"context is not JSON-serializable for {tool} (see details).",
+                "Send only JSON values (objects, arrays, strings, finite numbers, booleans, "
+                f"null), nested at most {CONTEXT_MAX_DEPTH} levels.",
+                kind=kind,
+                path=path,
+                maxDepth=CONTEXT_MAX_DEPTH,
+            )
+        )
+    reserved = sorted(RESERVED_KEYS & context.keys())
+    if reserved:
+        return Failure(
+            error(
+                "VALIDATION_ERROR",
+                f"context uses reserved key(s) {reserved} for {tool}.",
+                "Rename these keys; __proto__, constructor and prototype are reserved.",
+                kind="context_reserved_key",
+                keys=reserved,
+            )
+        )
+    try:
+        size = len(canonical_bytes(context))
+    except CanonicalJsonError as exc:
+        return Failure(
+            error(
+                "VALIDATION_ERROR",
+                f"context is not JSON-serializable for {tool} (see details).",
+                f"Send only JSON values: {exc}",
+                kind="context_unsupported_value",
+            )
+        )
+    if size > CONTEXT_MAX_BYTES:
+        return Failure(
+            error(
+                "VALIDATION_ERROR",
+                f"context is too large for {tool}: {size} bytes (max {CONTEXT_MAX_BYTES}). "
+                "Size is measured as UTF-8 bytes of RFC 8785 (JCS) canonical JSON.",
+                "Keep context small: store large data elsewhere and pass a reference.",
+                kind="context_budget_exceeded",
+                tool=tool,
+                measuredBytes=size,
+                maxBytes=CONTEXT_MAX_BYTES,
+                measuredAs="jcs_utf8_bytes",
+            )
+        )
+    return Success(context)
+
+
+def _scan(value: Any, path: str, depth: int) -> tuple[str, str] | None:
+    if depth > CONTEXT_MAX_DEPTH:
+        return ("context_too_deep", path)
+    if isinstance(value, dict):
+        for key, child in value.items():
+            if not isinstance(key, str):
+                return ("context_unsupported_value", path)
+            found = _scan(child, f"{path}.{key}" if path else key, depth + 1)
+            if found:
+                return found
+    elif isinstance(value, list):
+        for i, child in enumerate(value):
+            found = _scan(child, f"{path}[{i}]", depth + 1)
+            if found:
+                return found
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            return ("context_non_finite_number", path)
+    elif not (value is None or isinstance(value, (bool, int, str))):
+        return ("context_unsupported_value", path)
+    return None
+
+
+def merge_context(stored: Mapping[str, Any], delta: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Shallow merge: input keys override, `null` deletes, values replace wholesale."""
+    merged = dict(stored)
+    if delta is None:
+        return merged
+    for key, value in delta.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged

@@ -1,0 +1,142 @@
+"""Resolving a verified token against the log: the node, its run, its snapshot and the
+pinned, compiled workflow — each failure mapped to the spec's code and message."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from returns.result import Failure, Result, Success
+
+from workrail.core.events import NodeCreated
+from workrail.core.session_index import RunInfo
+from workrail.core.snapshot import ExecutionSnapshot, parse_snapshot
+from workrail.engine.deps import EngineDeps
+from workrail.engine.errors import EngineError, error
+from workrail.store.ports import SessionLog
+from workrail.tokens import StateToken
+from workrail.workflow.compiler import CompiledWorkflow, compile_pinned
+from workrail.workflow.envelopes import parse_pinned
+
+Purpose = Literal["rehydrate", "advance"]
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    node: NodeCreated
+    run: RunInfo
+
+    @property
+    def node_id(self) -> str:
+        return self.node.node_id
+
+    @property
+    def run_id(self) -> str:
+        return self.run.run_id
+
+    @property
+    def workflow_hash(self) -> str:
+        return self.run.started.data.workflowHash
+
+
+def resolve_state(
+    log: SessionLog, token: StateToken, purpose: Purpose
+) -> Result[NodeFacts, EngineError]:
+    """Spec 30 §4 durable checks: node, run, and the workflow-hash ref against both."""
+    noun = "stateToken" if purpose == "rehydrate" else "token"
+    node = log.index.nodes.get(token.node_id)
+    if node is None:
+        return Failure(
+            error(
+                "TOKEN_UNKNOWN_NODE",
+                f"No durable node state was found for this {noun} (missing node_created).",
+                "Use a stateToken returned by WorkRail for an existing node.",
+            )
+        )
+    run = log.index.runs.get(node.run_id)
+    if run is None:
+        return Failure(
+            error(
+                "TOKEN_UNKNOWN_NODE",
+                f"No durable run state was found for this {noun} (missing run_started).",
+                "Use start_workflow to mint a new run, or use a stateToken returned by "
+                "WorkRail for an existing run.",
+            )
+        )
+    if not token.matches_workflow_hash(run.started.data.workflowHash):
+        return Failure(
+            error(
+                "PRECONDITION_FAILED",
+                "workflowHash mismatch for this run.",
+                "Use the stateToken returned by WorkRail for this run.",
+            )
+        )
+    if not token.matches_workflow_hash(node.data.workflowHash):
+        return Failure(
+            error(
+                "PRECONDITION_FAILED",
+                "workflowHash mismatch for this node.",
+                "Use the stateToken returned by WorkRail for this node.",
+            )
+        )
+    return Success(NodeFacts(node, run))
+
+
+def load_snapshot(deps: EngineDeps, ref: str) -> ExecutionSnapshot | None | EngineError:
+    """The node's execution snapshot; None when absent; an error when unreadable."""
+    got = deps.snapshots.get(ref)
+    if isinstance(got, Failure):
+        return error("INTERNAL_ERROR", f"Snapshot store error: {got.failure().message}")
+    raw = got.unwrap()
+    if raw is None:
+        return None
+    parsed = parse_snapshot(raw)
+    if isinstance(parsed, Failure):
+        return error("INTERNAL_ERROR", f"Snapshot store error: {parsed.failure()}")
+    return parsed.unwrap()
+
+
+class CompiledCache:
+    """Compiled workflows by workflowHash. Content-addressed, so entries never go stale."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, CompiledWorkflow] = {}
+        self._mutex = threading.Lock()
+
+    def get(self, deps: EngineDeps, workflow_hash: str) -> Result[CompiledWorkflow, EngineError]:
+        cached = self._items.get(workflow_hash)
+        if cached is not None:
+            return Success(cached)
+        got = deps.pinned.get(workflow_hash)
+        raw: Any = got.unwrap() if not isinstance(got, Failure) else None
+        if raw is None:
+            return Failure(
+                error(
+                    "PRECONDITION_FAILED",
+                    f"Pinned workflow snapshot is missing for hash: {workflow_hash}",
+                    "Re-run start_workflow or re-pin the workflow via inspect_workflow.",
+                )
+            )
+        pinned = parse_pinned(raw)
+        if isinstance(pinned, Failure):
+            return Failure(
+                error(
+                    "PRECONDITION_FAILED",
+                    f"Pinned workflow is not executable: {pinned.failure().message}",
+                    "Start a new run of the workflow.",
+                )
+            )
+        compiled = compile_pinned(pinned.unwrap())
+        if isinstance(compiled, Failure):
+            return Failure(
+                error(
+                    "INTERNAL_ERROR",
+                    "Advance failed due to internal invariant violation: advance_apply_failed",
+                    f"The pinned workflow does not compile: {compiled.failure().message}",
+                )
+            )
+        value = compiled.unwrap()
+        with self._mutex:
+            self._items[workflow_hash] = value
+        return Success(value)

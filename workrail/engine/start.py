@@ -1,0 +1,147 @@
+"""start_workflow (spec 40 §6): pin the workflow, create the session, run and root node in
+one append plan, and hand back the first step with its tokens."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from returns.result import Failure, Result, Success
+
+from workrail.core import dedupe
+from workrail.core.snapshot import ExecutionSnapshot
+from workrail.engine.context import validate_context
+from workrail.engine.deps import EngineDeps
+from workrail.engine.errors import EngineError, error
+from workrail.engine.events_builder import PlanBuilder
+from workrail.engine.loaded import CompiledCache
+from workrail.engine.responses import next_call, next_intent, render
+from workrail.engine.store_errors import from_store
+from workrail.store.ports import AppendOutcome, AppendPlan, SnapshotPin, WriteTxn
+from workrail.workflow import interpreter
+from workrail.workflow.envelopes import pin_workflow
+
+DEFAULT_PREFERENCES = {"autonomy": "guided", "riskPolicy": "conservative"}
+
+
+def start_workflow(
+    deps: EngineDeps,
+    compiled_cache: CompiledCache,
+    workflow_id: str,
+    context: dict[str, Any] | None,
+) -> Result[dict[str, Any], EngineError]:
+    if context is not None:
+        checked = validate_context("start_workflow", context)
+        if isinstance(checked, Failure):
+            return Failure(checked.failure())
+    entry = deps.catalog.get(workflow_id)
+    if entry is None or entry.definition is None:
+        return Failure(
+            error(
+                "NOT_FOUND",
+                f"Workflow not found: {workflow_id}",
+                "Use list_workflows to discover available workflows.",
+            )
+        )
+    if not entry.definition.get("steps"):
+        return Failure(error("PRECONDITION_FAILED", "Workflow has no steps and cannot be started."))
+    pinned = pin_workflow(entry.definition)
+    workflow_hash = deps.pinned.put(pinned.to_json())
+    compiled = compiled_cache.get(deps, workflow_hash)
+    if isinstance(compiled, Failure):
+        return Failure(compiled.failure())
+    selection = interpreter.start(compiled.unwrap(), context or {})
+    if isinstance(selection, Failure):
+        return Failure(
+            error(
+                "PRECONDITION_FAILED",
+                f"Workflow cannot be started: {selection.failure().message}",
+                "Fix the workflow definition (workrail validate) or supply the context it needs.",
+            )
+        )
+    chosen = selection.unwrap()
+    snapshot: ExecutionSnapshot = chosen.snapshot()
+    snapshot_ref = deps.snapshots.put(snapshot.to_json())
+
+    session_id, run_id, root = deps.mint("sess"), deps.mint("run"), deps.mint("node")
+    plan = PlanBuilder(session_id, 0, deps.mint)
+    plan.add("session_created", dedupe.session_created(session_id), {})
+    plan.add(
+        "run_started",
+        dedupe.run_started(session_id, run_id),
+        {
+            "workflowId": entry.workflow_id,
+            "workflowHash": workflow_hash,
+            "workflowSourceKind": entry.source_kind,
+            "workflowSourceRef": entry.source_ref,
+        },
+        run_id=run_id,
+    )
+    node = plan.add(
+        "node_created",
+        dedupe.node_created(session_id, run_id, root),
+        {
+            "nodeKind": "step",
+            "parentNodeId": None,
+            "workflowHash": workflow_hash,
+            "snapshotRef": snapshot_ref,
+        },
+        run_id=run_id,
+        node_id=root,
+    )
+    change_id = deps.mint("evt")
+    plan.add(
+        "preferences_changed",
+        dedupe.preferences_changed(session_id, run_id, root, change_id),
+        {
+            "changeId": change_id,
+            "source": "system",
+            "delta": [
+                {"key": "autonomy", "value": DEFAULT_PREFERENCES["autonomy"]},
+                {"key": "riskPolicy", "value": DEFAULT_PREFERENCES["riskPolicy"]},
+            ],
+            "effective": dict(DEFAULT_PREFERENCES),
+        },
+        run_id=run_id,
+        node_id=root,
+    )
+    if context is not None:
+        context_id = deps.mint("evt")
+        plan.add(
+            "context_set",
+            dedupe.context_set(session_id, run_id, context_id),
+            {"contextId": context_id, "context": context, "source": "initial"},
+            run_id=run_id,
+        )
+    append_plan = AppendPlan(
+        tuple(plan.events), (SnapshotPin(snapshot_ref, node.eventIndex, node.eventId),)
+    )
+
+    def write(txn: WriteTxn) -> Result[AppendOutcome, Any]:
+        return txn.append(append_plan)
+
+    written = deps.sessions.write(session_id, write)
+    if isinstance(written, Failure):
+        return Failure(from_store(written.failure(), "start"))
+
+    attempt = deps.mint("attempt")
+    state_token = deps.codec.mint_state(
+        session_id=session_id, node_id=root, workflow_hash=workflow_hash
+    )
+    ack = deps.codec.mint_ack(session_id=session_id, node_id=root, attempt_id=attempt)
+    instance = chosen.state.pending
+    assert instance is not None  # interpreter.start guarantees a pending step
+    pending = render(compiled.unwrap(), instance, context or {})
+    return Success(
+        {
+            "stateToken": state_token,
+            "ackToken": ack,
+            "checkpointToken": deps.codec.mint_checkpoint(
+                session_id=session_id, node_id=root, attempt_id=attempt
+            ),
+            "isComplete": False,
+            "pending": pending.to_json(),
+            "preferences": dict(DEFAULT_PREFERENCES),
+            "nextIntent": next_intent(pending, complete=False, rehydrate=False),
+            "nextCall": next_call(state_token, ack),
+        }
+    )

@@ -1,0 +1,57 @@
+"""list_workflows and inspect_workflow (spec 40 §4–5). Read-only: unlike the reference,
+they do not write preview snapshots into the pinned store."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from returns.result import Failure, Result, Success
+
+from workrail.engine.deps import EngineDeps
+from workrail.engine.errors import EngineError, error
+from workrail.workflow.envelopes import preview_workflow
+
+
+def list_workflows(deps: EngineDeps) -> dict[str, Any]:
+    items = []
+    for entry in sorted(deps.catalog.entries(), key=lambda e: e.workflow_id):
+        preview_hash = (
+            preview_workflow(entry.definition).workflow_hash()
+            if entry.definition is not None
+            else None
+        )
+        items.append(
+            {
+                "workflowId": entry.workflow_id,
+                "name": entry.name,
+                "description": entry.description,
+                "version": entry.version,
+                "kind": "workflow",
+                "workflowHash": preview_hash,
+            }
+        )
+    return {"workflows": items}
+
+
+def inspect_workflow(
+    deps: EngineDeps, workflow_id: str, mode: str
+) -> Result[dict[str, Any], EngineError]:
+    entry = deps.catalog.get(workflow_id)
+    if entry is None or entry.definition is None:
+        return Failure(
+            error(
+                "NOT_FOUND",
+                f"Workflow not found: {workflow_id}",
+                "Use list_workflows to discover available workflows.",
+            )
+        )
+    preview = preview_workflow(entry.definition)
+    compiled = preview.metadata() if mode == "metadata" else preview.to_json()
+    return Success(
+        {
+            "workflowId": entry.workflow_id,
+            "workflowHash": preview.workflow_hash(),
+            "mode": mode,
+            "compiled": compiled,
+        }
+    )

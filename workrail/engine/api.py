@@ -12,12 +12,13 @@ from returns.result import Failure, Result, Success
 
 from workrail.engine import advance as advance_uc
 from workrail.engine import checkpoint as checkpoint_uc
+from workrail.engine import portable
 from workrail.engine import rehydrate as rehydrate_uc
 from workrail.engine import start as start_uc
 from workrail.engine import workflows as workflows_uc
 from workrail.engine.advance import AgentOutput
 from workrail.engine.deps import EngineDeps
-from workrail.engine.errors import EngineError
+from workrail.engine.errors import EngineError, error
 from workrail.engine.loaded import CompiledCache
 from workrail.tokens import TokenError, check_advance_scope
 
@@ -78,3 +79,37 @@ class Engine:
         if isinstance(token, Failure):
             return Failure(_token_error(token.failure()))
         return checkpoint_uc.checkpoint(self.deps, token.unwrap())
+
+    def export_checkpoint_record(self, token_or_node: str) -> Response:
+        """A portable record for the node named by a checkpoint token or a node id."""
+        located = self._locate(token_or_node)
+        if isinstance(located, EngineError):
+            return Failure(located)
+        session_id, node_id = located
+        return portable.export_record(self.deps, session_id, node_id).map(
+            lambda record: record.to_json()
+        )
+
+    def resume_checkpoint_record(self, raw: bytes, context: Any) -> Response:
+        record = portable.parse_record(raw)
+        if isinstance(record, Failure):
+            return Failure(record.failure())
+        return portable.resume_record(self.deps, self._compiled, record.unwrap(), context)
+
+    def _locate(self, token_or_node: str) -> tuple[str, str] | EngineError:
+        if not token_or_node.startswith("node_"):
+            token = self.deps.codec.parse_checkpoint(token_or_node)
+            if isinstance(token, Failure):
+                return _token_error(token.failure())
+            return token.unwrap().session_id, token.unwrap().node_id
+        for session_id in self.deps.sessions.session_ids():
+            found = self.deps.sessions.read(
+                session_id, lambda log: token_or_node in log.index.nodes
+            )
+            if isinstance(found, Success) and found.unwrap():
+                return session_id, token_or_node
+        return error(
+            "TOKEN_UNKNOWN_NODE",
+            f"No session holds node {token_or_node}.",
+            "Pass a checkpointToken or a node id from `workrail sessions show`.",
+        )

@@ -20,6 +20,10 @@ ErrorCode = Literal[
     "TOKEN_WORKFLOW_HASH_MISMATCH",
     "TOKEN_SESSION_LOCKED",
     "SESSION_NOT_HEALTHY",
+    # portable checkpoint records (not part of the reference's set)
+    "CHECKPOINT_RECORD_INVALID",
+    "CHECKPOINT_PLAN_MISMATCH",
+    "CHECKPOINT_CONTEXT_MISMATCH",
 ]
 
 LOCK_RETRY_MS = 1000

@@ -3,12 +3,13 @@ one append plan, and hand back the first step with its tokens."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from returns.result import Failure, Result, Success
 
 from workrail.core import dedupe
-from workrail.core.snapshot import ExecutionSnapshot
+from workrail.core.snapshot import ExecutionSnapshot, StepInstance
 from workrail.engine.context import validate_context
 from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError, error
@@ -18,6 +19,7 @@ from workrail.engine.responses import next_call, next_intent, render
 from workrail.engine.store_errors import from_store
 from workrail.store.ports import AppendOutcome, AppendPlan, SnapshotPin, WriteTxn
 from workrail.workflow import interpreter
+from workrail.workflow.compiler import CompiledWorkflow
 from workrail.workflow.envelopes import pin_workflow
 
 DEFAULT_PREFERENCES = {"autonomy": "guided", "riskPolicy": "conservative"}
@@ -59,9 +61,39 @@ def start_workflow(
             )
         )
     chosen = selection.unwrap()
-    snapshot: ExecutionSnapshot = chosen.snapshot()
-    snapshot_ref = deps.snapshots.put(snapshot.to_json())
+    instance = chosen.state.pending
+    assert instance is not None  # interpreter.start guarantees a pending step
+    return create_session(
+        deps,
+        compiled.unwrap(),
+        RunSource(entry.workflow_id, entry.source_kind, entry.source_ref),
+        chosen.snapshot(),
+        instance,
+        context,
+    )
 
+
+@dataclass(frozen=True)
+class RunSource:
+    workflow_id: str
+    source_kind: str
+    source_ref: str
+
+
+def create_session(
+    deps: EngineDeps,
+    compiled: CompiledWorkflow,
+    source: RunSource,
+    snapshot: ExecutionSnapshot,
+    instance: StepInstance,
+    context: dict[str, Any] | None,
+) -> Result[dict[str, Any], EngineError]:
+    """Write a new session whose root node holds `snapshot`, and answer like start does.
+
+    Shared by start_workflow and the resume of a portable checkpoint record.
+    """
+    workflow_hash = compiled.workflow_hash
+    snapshot_ref = deps.snapshots.put(snapshot.to_json())
     session_id, run_id, root = deps.mint("sess"), deps.mint("run"), deps.mint("node")
     plan = PlanBuilder(session_id, 0, deps.mint)
     plan.add("session_created", dedupe.session_created(session_id), {})
@@ -69,10 +101,10 @@ def start_workflow(
         "run_started",
         dedupe.run_started(session_id, run_id),
         {
-            "workflowId": entry.workflow_id,
+            "workflowId": source.workflow_id,
             "workflowHash": workflow_hash,
-            "workflowSourceKind": entry.source_kind,
-            "workflowSourceRef": entry.source_ref,
+            "workflowSourceKind": source.source_kind,
+            "workflowSourceRef": source.source_ref,
         },
         run_id=run_id,
     )
@@ -128,9 +160,7 @@ def start_workflow(
         session_id=session_id, node_id=root, workflow_hash=workflow_hash
     )
     ack = deps.codec.mint_ack(session_id=session_id, node_id=root, attempt_id=attempt)
-    instance = chosen.state.pending
-    assert instance is not None  # interpreter.start guarantees a pending step
-    pending = render(compiled.unwrap(), instance, context or {})
+    pending = render(compiled, instance, context or {})
     return Success(
         {
             "stateToken": state_token,

@@ -26,9 +26,9 @@ class KeyringCorrupt(Exception):
 
 
 class KeyRecord(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    alg: Literal["hmac_sha256"] = "hmac_sha256"
+    alg: Literal["hmac_sha256"]
     keyBase64Url: str
 
     @field_validator("keyBase64Url")
@@ -40,11 +40,19 @@ class KeyRecord(BaseModel):
 
 
 class KeyringFile(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    v: Literal[1] = 1
+    v: Literal[1]
     current: KeyRecord
     previous: KeyRecord | None
+
+    @field_validator("v", mode="before")
+    @classmethod
+    def _not_bool(cls, value: object) -> object:
+        # Literal[1] would accept True (True == 1); the file format says the number 1.
+        if isinstance(value, bool):
+            raise ValueError("v must be the number 1")
+        return value
 
 
 @dataclass(frozen=True)
@@ -71,7 +79,7 @@ def _b64decode(text: str) -> bytes:
 
 
 def _record(raw: bytes) -> KeyRecord:
-    return KeyRecord(keyBase64Url=_b64encode(raw))
+    return KeyRecord(alg="hmac_sha256", keyBase64Url=_b64encode(raw))
 
 
 def keyring_path(data_dir: Path) -> Path:
@@ -80,6 +88,7 @@ def keyring_path(data_dir: Path) -> Path:
 
 def _write(data_dir: Path, keyring: Keyring) -> None:
     doc = KeyringFile(
+        v=1,
         current=_record(keyring.current),
         previous=None if keyring.previous is None else _record(keyring.previous),
     )

@@ -17,6 +17,7 @@ from workrail.core.wire import (
     NonEmptyStr,
     Omittable,
     SafeId,
+    SchemaV1,
     Strict,
 )
 
@@ -304,7 +305,7 @@ _SCOPE_RULE: Final[dict[str, str]] = {
 
 
 class EventBase(Lenient):
-    v: Literal[1]
+    v: SchemaV1
     kind: str
     eventId: NonEmptyStr
     eventIndex: Annotated[int, Field(ge=0)]

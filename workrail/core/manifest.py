@@ -6,11 +6,11 @@ from typing import Annotated, Final, Literal
 
 from pydantic import Field, TypeAdapter, field_validator
 
-from workrail.core.wire import Digest, Lenient, NonEmptyStr
+from workrail.core.wire import Digest, Lenient, NonEmptyStr, SchemaV1
 
 
 class ManifestBase(Lenient):
-    v: Literal[1]
+    v: SchemaV1
     manifestIndex: Annotated[int, Field(ge=0)]
     sessionId: NonEmptyStr
 

@@ -7,9 +7,9 @@ spec's camelCase names verbatim.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
 T = TypeVar("T")
 
@@ -25,6 +25,16 @@ NonEmptyStr = Annotated[str, StringConstraints(min_length=1)]
 Digest = Annotated[str, StringConstraints(pattern=r"^sha256:[0-9a-f]{64}$")]
 SafeId = Annotated[str, StringConstraints(pattern=r"^[a-z0-9_-]+$")]
 DedupeKey = Annotated[str, StringConstraints(pattern=r"^[a-z0-9_:>-]+$", max_length=256)]
+
+
+def _reject_bool(value: object) -> object:
+    # Literal[1] alone accepts True (True == 1); durable formats say the number 1.
+    if isinstance(value, bool):
+        raise ValueError("expected the number 1, not a boolean")
+    return value
+
+
+SchemaV1 = Annotated[Literal[1], BeforeValidator(_reject_bool)]
 
 
 class Lenient(BaseModel):

@@ -1,0 +1,156 @@
+"""Blocker reports (20-events §3): why an advance was blocked and what the agent should do.
+
+The same report is stored inside blocked execution snapshots and returned in blocked
+responses, so its shape and budgets are part of the durable contract.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+BlockerCode = Literal[
+    "USER_ONLY_DEPENDENCY",
+    "MISSING_REQUIRED_OUTPUT",
+    "INVALID_REQUIRED_OUTPUT",
+    "REQUIRED_CAPABILITY_UNKNOWN",
+    "REQUIRED_CAPABILITY_UNAVAILABLE",
+    "INVARIANT_VIOLATION",
+    "STORAGE_CORRUPTION_DETECTED",
+]
+
+MAX_BLOCKERS: Final = 10
+MAX_MESSAGE_BYTES: Final = 512
+MAX_SUGGESTED_FIX_BYTES: Final = 1024
+_DELIMITER_SAFE = r"^[a-z0-9_-]+$"
+
+MISSING_OUTPUT_FIX: Final = (
+    "Call continue_workflow WITHOUT ackToken to rehydrate and receive a fresh ackToken, then "
+    "retry with output.notesMarkdown that satisfies the step output requirements."
+)
+INVALID_OUTPUT_FIX: Final = (
+    "Update output.notesMarkdown to satisfy validation. Then call continue_workflow WITHOUT "
+    "ackToken (rehydrate) to receive a fresh ackToken, and retry advance with that new "
+    "ackToken. Replaying the same ackToken is idempotent and will keep returning this "
+    "blocked result."
+)
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, strict=True, alias_generator=to_camel, populate_by_name=True
+    )
+
+
+class ContextKeyPointer(_Wire):
+    kind: Literal["context_key"] = "context_key"
+    key: Annotated[str, Field(pattern=_DELIMITER_SAFE)]
+
+
+class ContextBudgetPointer(_Wire):
+    kind: Literal["context_budget"] = "context_budget"
+
+
+class OutputContractPointer(_Wire):
+    kind: Literal["output_contract"] = "output_contract"
+    contract_ref: Annotated[str, Field(min_length=1)]
+
+
+class CapabilityPointer(_Wire):
+    kind: Literal["capability"] = "capability"
+    capability: Annotated[str, Field(min_length=1)]
+
+
+class WorkflowStepPointer(_Wire):
+    kind: Literal["workflow_step"] = "workflow_step"
+    step_id: Annotated[str, Field(pattern=_DELIMITER_SAFE)]
+
+
+BlockerPointer = Annotated[
+    ContextKeyPointer
+    | ContextBudgetPointer
+    | OutputContractPointer
+    | CapabilityPointer
+    | WorkflowStepPointer,
+    Field(discriminator="kind"),
+]
+
+
+def _check_bytes(text: str, limit: int, what: str) -> str:
+    size = len(text.encode("utf-8"))
+    if not 1 <= size <= limit:
+        raise ValueError(f"{what} must be 1..{limit} UTF-8 bytes, got {size}")
+    return text
+
+
+class Blocker(_Wire):
+    code: BlockerCode
+    pointer: BlockerPointer
+    message: str
+    suggested_fix: str | None = None
+
+    @field_validator("message")
+    @classmethod
+    def _message_budget(cls, value: str) -> str:
+        return _check_bytes(value, MAX_MESSAGE_BYTES, "blocker message")
+
+    @field_validator("suggested_fix")
+    @classmethod
+    def _fix_budget(cls, value: str | None) -> str | None:
+        return None if value is None else _check_bytes(value, MAX_SUGGESTED_FIX_BYTES, "fix")
+
+
+def blocker_sort_key(blocker: Blocker) -> str:
+    """`code|pointer.kind|<stable field>` — the order the reference writes reports in."""
+    pointer = blocker.pointer
+    match pointer:
+        case ContextKeyPointer():
+            stable = pointer.key
+        case OutputContractPointer():
+            stable = pointer.contract_ref
+        case CapabilityPointer():
+            stable = pointer.capability
+        case WorkflowStepPointer():
+            stable = pointer.step_id
+        case ContextBudgetPointer():
+            stable = ""
+    return f"{blocker.code}|{pointer.kind}|{stable}"
+
+
+class BlockerReport(_Wire):
+    blockers: Annotated[list[Blocker], Field(min_length=1, max_length=MAX_BLOCKERS)]
+
+    @field_validator("blockers")
+    @classmethod
+    def _sorted(cls, value: list[Blocker]) -> list[Blocker]:
+        keys = [blocker_sort_key(b) for b in value]
+        if keys != sorted(keys):
+            raise ValueError("blockers must be sorted by code|pointer.kind|stable field")
+        return value
+
+
+def make_blocker_report(blockers: list[Blocker]) -> BlockerReport:
+    """Sort blockers the canonical way and wrap them; budgets fail fast (never truncated)."""
+    return BlockerReport(blockers=sorted(blockers, key=blocker_sort_key))
+
+
+def missing_required_output(contract_ref: str) -> Blocker:
+    """The reference's exact MISSING_REQUIRED_OUTPUT blocker (40-execution §7.5)."""
+    return Blocker(
+        code="MISSING_REQUIRED_OUTPUT",
+        pointer=OutputContractPointer(contract_ref=contract_ref),
+        message=f"Missing required output (contractRef={contract_ref}).",
+        suggested_fix=MISSING_OUTPUT_FIX,
+    )
+
+
+def invalid_required_output(contract_ref: str) -> Blocker:
+    """The reference's exact INVALID_REQUIRED_OUTPUT blocker (40-execution §7.5)."""
+    return Blocker(
+        code="INVALID_REQUIRED_OUTPUT",
+        pointer=OutputContractPointer(contract_ref=contract_ref),
+        message=f"Invalid output for contractRef={contract_ref}.",
+        suggested_fix=INVALID_OUTPUT_FIX,
+    )

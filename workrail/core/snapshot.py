@@ -1,0 +1,261 @@
+"""Execution snapshots (50-workflows §5): the interpreter state stored in the CAS.
+
+A snapshot's id is `sha256(JCS(snapshot))`, so field names, omitted optionals and the
+collation of `completed` are part of the on-disk contract. The model enforces the
+reference's read-time invariants so a malformed snapshot is rejected on load.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+from returns.result import Failure, Result, Success
+
+from workrail.core.blockers import BlockerReport
+from workrail.core.canonical import canonical_bytes, canonical_digest
+
+_SAFE_ID = r"^[a-z0-9_-]+$"
+SafeId = Annotated[str, Field(pattern=_SAFE_ID)]
+SafeKey = Annotated[str, Field(pattern=r"^[a-z0-9_@/:-]+$")]
+NonNegInt = Annotated[int, Field(ge=0)]
+
+# Rank order of the reference's ICU collation for the key alphabet (50-workflows §5).
+_RANK_ALPHABET: Final = "_-:@/0123456789abcdefghijklmnopqrstuvwxyz"
+_RANK: Final = {ch: i for i, ch in enumerate(_RANK_ALPHABET)}
+
+
+def collation_key(text: str) -> tuple[int, ...]:
+    """Sort key for StepInstanceKeys; a proper prefix sorts first (tuple comparison).
+
+    Characters outside the key alphabet cannot occur in valid keys; they sort after it by
+    code point so the order stays total.
+    """
+    return tuple(_RANK.get(ch, len(_RANK_ALPHABET) + ord(ch)) for ch in text)
+
+
+def sort_completed(values: Iterable[str]) -> list[str]:
+    """Unique keys in the reference's collation order, as `completed.values` must be."""
+    return sorted(set(values), key=collation_key)
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, strict=True, alias_generator=to_camel, populate_by_name=True
+    )
+
+
+class LoopPathFrame(_Wire):
+    loop_id: SafeId
+    iteration: NonNegInt
+
+
+class LoopFrame(_Wire):
+    loop_id: SafeId
+    iteration: NonNegInt
+    body_index: NonNegInt
+
+
+class StepInstance(_Wire):
+    step_id: SafeId
+    loop_path: list[LoopPathFrame] = Field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return step_instance_key(self.step_id, self.loop_path)
+
+
+def step_instance_key(step_id: str, loop_path: Sequence[LoopPathFrame]) -> str:
+    """`stepId`, or `outer@0/inner@2::stepId` inside loops (iterations 0-based)."""
+    if not loop_path:
+        return step_id
+    frames = "/".join(f"{f.loop_id}@{f.iteration}" for f in loop_path)
+    return f"{frames}::{step_id}"
+
+
+class PendingNone(_Wire):
+    kind: Literal["none"] = "none"
+
+
+class PendingSome(_Wire):
+    kind: Literal["some"] = "some"
+    step: StepInstance
+
+
+Pending = Annotated[PendingNone | PendingSome, Field(discriminator="kind")]
+
+
+class CompletedSet(_Wire):
+    kind: Literal["set"] = "set"
+    values: list[SafeKey] = Field(default_factory=list)
+
+    @field_validator("values")
+    @classmethod
+    def _sorted_unique(cls, values: list[str]) -> list[str]:
+        if values != sort_completed(values):
+            raise ValueError("completed.values must be unique and sorted by key collation")
+        return values
+
+
+class ContractReason(_Wire):
+    kind: Literal["invalid_required_output", "missing_required_output"]
+    contract_ref: Annotated[str, Field(min_length=1)]
+
+
+class MissingContextKeyReason(_Wire):
+    kind: Literal["missing_context_key"] = "missing_context_key"
+    key: Annotated[str, Field(min_length=1)]
+
+
+class ContextBudgetReason(_Wire):
+    kind: Literal["context_budget_exceeded"] = "context_budget_exceeded"
+
+
+RetryableReason = ContractReason | MissingContextKeyReason | ContextBudgetReason
+
+
+class UserOnlyDependencyReason(_Wire):
+    kind: Literal["user_only_dependency"] = "user_only_dependency"
+    detail: str
+    step_id: SafeId
+
+
+class CapabilityReason(_Wire):
+    kind: Literal["required_capability_unknown", "required_capability_unavailable"]
+    capability: str
+
+
+class PlainTerminalReason(_Wire):
+    kind: Literal["invariant_violation", "storage_corruption_detected", "evaluation_error"]
+
+
+TerminalReason = UserOnlyDependencyReason | CapabilityReason | PlainTerminalReason
+
+
+class RetryableBlock(_Wire):
+    kind: Literal["retryable_block"] = "retryable_block"
+    reason: RetryableReason
+    retry_attempt_id: Annotated[str, Field(min_length=1)]
+    validation_ref: Annotated[str, Field(min_length=1)]
+    blockers: BlockerReport
+
+
+class TerminalBlock(_Wire):
+    kind: Literal["terminal_block"] = "terminal_block"
+    reason: TerminalReason
+    validation_ref: str | None = None
+    blockers: BlockerReport
+
+
+BlockInfo = Annotated[RetryableBlock | TerminalBlock, Field(discriminator="kind")]
+
+
+class InitState(_Wire):
+    kind: Literal["init"] = "init"
+
+
+class CompleteState(_Wire):
+    kind: Literal["complete"] = "complete"
+
+
+class _Progress(_Wire):
+    completed: CompletedSet = Field(default_factory=CompletedSet)
+    loop_stack: list[LoopFrame] = Field(default_factory=list)
+    pending: Pending = Field(default_factory=PendingNone)
+
+    @model_validator(mode="after")
+    def _invariants(self) -> _Progress:
+        loop_ids = [f.loop_id for f in self.loop_stack]
+        if len(set(loop_ids)) != len(loop_ids):
+            raise ValueError("a loop id appears twice in loopStack")
+        if isinstance(self.pending, PendingSome):
+            path = [(f.loop_id, f.iteration) for f in self.pending.step.loop_path]
+            if path != [(f.loop_id, f.iteration) for f in self.loop_stack]:
+                raise ValueError("pending loopPath must equal the loopStack frames in order")
+            if self.pending.step.key in self.completed.values:
+                raise ValueError("the pending step instance is already completed")
+        return self
+
+    @property
+    def pending_step(self) -> StepInstance | None:
+        return self.pending.step if isinstance(self.pending, PendingSome) else None
+
+
+class RunningState(_Progress):
+    kind: Literal["running"] = "running"
+
+
+class BlockedState(_Progress):
+    kind: Literal["blocked"] = "blocked"
+    blocked: BlockInfo
+
+
+EngineState = Annotated[
+    InitState | CompleteState | RunningState | BlockedState, Field(discriminator="kind")
+]
+
+
+class EnginePayload(_Wire):
+    v: Literal[1] = 1
+    engine_state: EngineState
+
+
+class ExecutionSnapshot(_Wire):
+    v: Literal[1] = 1
+    kind: Literal["execution_snapshot"] = "execution_snapshot"
+    engine_payload: EnginePayload
+
+    @property
+    def state(self) -> InitState | CompleteState | RunningState | BlockedState:
+        return self.engine_payload.engine_state
+
+    def to_json(self) -> dict[str, Any]:
+        """The wire/disk JSON: camelCase, optional fields omitted (never `null`)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    def canonical_bytes(self) -> bytes:
+        return canonical_bytes(self.to_json())
+
+    def snapshot_ref(self) -> str:
+        """`sha256:<hex>` of the JCS bytes — the CAS key of this snapshot."""
+        return canonical_digest(self.to_json())
+
+
+def snapshot_of(
+    state: InitState | CompleteState | RunningState | BlockedState,
+) -> ExecutionSnapshot:
+    return ExecutionSnapshot(engine_payload=EnginePayload(engine_state=state))
+
+
+def running_snapshot(
+    completed: Iterable[str], loop_stack: Sequence[LoopFrame], pending: StepInstance | None
+) -> ExecutionSnapshot:
+    """A `running` snapshot with `completed` collated the way the reference requires."""
+    return snapshot_of(
+        RunningState(
+            completed=CompletedSet(values=sort_completed(completed)),
+            loop_stack=list(loop_stack),
+            pending=PendingNone() if pending is None else PendingSome(step=pending),
+        )
+    )
+
+
+def complete_snapshot() -> ExecutionSnapshot:
+    return snapshot_of(CompleteState())
+
+
+def parse_snapshot(data: Any) -> Result[ExecutionSnapshot, str]:
+    """Validate parsed JSON into a snapshot; the failure is a readable reason string."""
+    try:
+        return Success(ExecutionSnapshot.model_validate(data))
+    except ValidationError as exc:
+        return Failure(f"invalid execution snapshot: {exc.errors(include_url=False)}")

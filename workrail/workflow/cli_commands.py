@@ -1,0 +1,276 @@
+"""`workrail validate` and `workrail workflows [show]`: thin handlers over the catalog.
+
+The lead wires `add_subcommands` into `workrail/cli.py`; each parser stores its handler
+as `args.handler`, which returns the process exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from returns.result import Failure
+
+from workrail.workflow.catalog import (
+    Catalog,
+    InvalidWorkflow,
+    LoadedWorkflow,
+    SourceOrigin,
+    load_file,
+)
+from workrail.workflow.compiler import CompiledWorkflow
+from workrail.workflow.definition import LoopStep
+from workrail.workflow.sources import (
+    DiscoveryConfig,
+    bundled_workflows_dir,
+    discover,
+    read_workflow_file,
+)
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Register `validate` and `workflows` on the main parser's subparsers."""
+    validate = subparsers.add_parser(
+        "validate", help="validate workflow files", description="Validate workflow JSON files."
+    )
+    validate.add_argument("paths", nargs="+", metavar="PATH", help="workflow files or directories")
+    validate.add_argument("--json", action="store_true", help="machine-readable output")
+    validate.set_defaults(handler=run_validate)
+
+    workflows = subparsers.add_parser(
+        "workflows", help="list or show available workflows", description="List workflows."
+    )
+    workflows.add_argument("--json", action="store_true", help="machine-readable output")
+    workflows.set_defaults(handler=run_list)
+    nested = workflows.add_subparsers(dest="workflows_command", metavar="COMMAND")
+    show = nested.add_parser("show", help="show one workflow")
+    show.add_argument("workflow_id", metavar="ID")
+    show.add_argument("--compiled", action="store_true", help="print the pinned envelope")
+    show.add_argument("--json", action="store_true", help="machine-readable output")
+    show.set_defaults(handler=run_show)
+
+
+# --- validate ---------------------------------------------------------------------------
+
+
+def run_validate(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Exit 0 only when every file is valid; 2 when a path does not exist."""
+    out = out or sys.stdout
+    bundled = bundled_workflows_dir()
+    results: list[LoadedWorkflow | InvalidWorkflow] = []
+    missing: list[str] = []
+    for raw_path in args.paths:
+        path = Path(raw_path)
+        if path.is_dir():
+            files = sorted(p for p in path.iterdir() if p.suffix == ".json" and p.is_file())
+        elif path.exists():
+            files = [path]
+        else:
+            missing.append(raw_path)
+            continue
+        for file in files:
+            in_bundled = bundled is not None and file.resolve().parent == bundled.resolve()
+            origin: SourceOrigin = "bundled" if in_bundled else "custom"
+            results.append(load_file(read_workflow_file(file, origin)))
+    ok = not missing and all(isinstance(r, LoadedWorkflow) for r in results)
+    if args.json:
+        payload = {
+            "valid": ok,
+            "missing": missing,
+            "files": [_validation_json(r) for r in results],
+        }
+        out.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+    else:
+        for name in missing:
+            out.write(f"MISSING  {name}: no such file or directory\n")
+        for r in results:
+            if isinstance(r, LoadedWorkflow):
+                out.write(f"OK       {r.path}  ({r.workflow_id}, {r.pinned().workflow_hash()})\n")
+            else:
+                out.write(f"INVALID  {r.path}  ({len(r.problems)} problem(s))\n")
+                for p in r.problems:
+                    out.write(f"    {p.code}  {p.line()}\n")
+        valid = sum(isinstance(r, LoadedWorkflow) for r in results)
+        out.write(f"{valid}/{len(results)} valid\n")
+    if missing:
+        return 2
+    return 0 if ok else 1
+
+
+def _validation_json(r: LoadedWorkflow | InvalidWorkflow) -> dict[str, Any]:
+    if isinstance(r, LoadedWorkflow):
+        return {
+            "path": str(r.path),
+            "valid": True,
+            "workflowId": r.workflow_id,
+            "workflowHash": r.pinned().workflow_hash(),
+            "problems": [],
+        }
+    return {
+        "path": str(r.path),
+        "valid": False,
+        "workflowId": r.workflow_id,
+        "workflowHash": None,
+        "problems": [p.to_json() for p in r.problems],
+    }
+
+
+# --- workflows ----------------------------------------------------------------------------
+
+
+def run_list(
+    args: argparse.Namespace, out: TextIO | None = None, config: DiscoveryConfig | None = None
+) -> int:
+    out = out or sys.stdout
+    catalog = discover(config)
+    if args.json:
+        out.write(json.dumps(_catalog_json(catalog), indent=2, ensure_ascii=False) + "\n")
+        return 0
+    for wf in catalog.workflows.values():
+        out.write(
+            f"{wf.workflow_id:32} {wf.definition['version']:10} {wf.source.origin:8} {wf.path}\n"
+        )
+    for bad in catalog.invalid:
+        label = bad.workflow_id or "(unknown id)"
+        out.write(f"{label:32} {'INVALID':10} {bad.source.origin:8} {bad.path}\n")
+        for p in bad.problems:
+            out.write(f"    {p.line()}\n")
+    for sh in catalog.shadowed:
+        out.write(
+            f"shadowed: {sh.workflow.workflow_id} at {sh.workflow.path} (using {sh.winner.path})\n"
+        )
+    for warning in catalog.warnings:
+        out.write(f"warning: {warning}\n")
+    if not catalog.workflows and not catalog.invalid:
+        out.write("no workflows found\n")
+    return 0
+
+
+def _catalog_json(catalog: Catalog) -> dict[str, Any]:
+    return {
+        "workflows": [
+            {
+                "workflowId": wf.workflow_id,
+                "name": wf.definition["name"],
+                "version": wf.definition["version"],
+                "valid": True,
+                "source": _source_json(wf.source.origin, wf.source.kind, wf.source.ref),
+                "path": str(wf.path),
+                "workflowHash": wf.pinned().workflow_hash(),
+                "previewHash": wf.preview().workflow_hash(),
+            }
+            for wf in catalog.workflows.values()
+        ],
+        "invalid": [
+            {
+                "workflowId": bad.workflow_id,
+                "valid": False,
+                "source": _source_json(bad.source.origin, bad.source.kind, bad.source.ref),
+                "path": str(bad.path),
+                "problems": [p.to_json() for p in bad.problems],
+            }
+            for bad in catalog.invalid
+        ],
+        "shadowed": [
+            {
+                "workflowId": sh.workflow.workflow_id,
+                "path": str(sh.workflow.path),
+                "shadowedBy": str(sh.winner.path),
+            }
+            for sh in catalog.shadowed
+        ],
+        "warnings": list(catalog.warnings),
+    }
+
+
+def _source_json(origin: str, kind: str, ref: str) -> dict[str, str]:
+    return {"origin": origin, "workflowSourceKind": kind, "workflowSourceRef": ref}
+
+
+def run_show(
+    args: argparse.Namespace, out: TextIO | None = None, config: DiscoveryConfig | None = None
+) -> int:
+    out = out or sys.stdout
+    catalog = discover(config)
+    resolved = catalog.resolve(args.workflow_id)
+    if isinstance(resolved, Failure):
+        not_found = resolved.failure()
+        invalid = [b for b in catalog.invalid if b.workflow_id == args.workflow_id]
+        out.write(f"{not_found.message}\n")
+        for bad in invalid:
+            out.write(f"  invalid definition at {bad.path}:\n")
+            for p in bad.problems:
+                out.write(f"    {p.line()}\n")
+        if not invalid:
+            out.write("Run `workrail workflows` to see the available ids.\n")
+        return 1
+    workflow = resolved.unwrap()
+    compiled = workflow.compile()
+    if isinstance(compiled, Failure):
+        out.write(f"cannot compile {workflow.path}: {compiled.failure().message}\n")
+        return 1
+    return _show(args, workflow, compiled.unwrap(), out)
+
+
+def _show(
+    args: argparse.Namespace, workflow: LoadedWorkflow, compiled: CompiledWorkflow, out: TextIO
+) -> int:
+    pinned = compiled.pinned
+    payload: dict[str, Any] = {
+        "workflowId": workflow.workflow_id,
+        "workflowHash": pinned.workflow_hash(),
+        "previewHash": workflow.preview().workflow_hash(),
+        "source": _source_json(workflow.source.origin, workflow.source.kind, workflow.source.ref),
+        "path": str(workflow.path),
+        "steps": _outline(compiled),
+    }
+    if args.compiled:
+        payload["compiled"] = pinned.to_json()
+    if args.json:
+        out.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+        return 0
+    d = workflow.definition
+    out.write(f"{d['name']} ({workflow.workflow_id} {d['version']})\n{d['description']}\n\n")
+    out.write(f"source: {workflow.source.origin} {workflow.path}\n")
+    out.write(
+        f"workflowHash: {payload['workflowHash']}\npreviewHash:  {payload['previewHash']}\n\n"
+    )
+    for line in _outline_lines(compiled):
+        out.write(line + "\n")
+    if args.compiled:
+        out.write("\n" + json.dumps(pinned.to_json(), indent=2, ensure_ascii=False) + "\n")
+    return 0
+
+
+def _outline(compiled: CompiledWorkflow) -> list[dict[str, Any]]:
+    steps: list[dict[str, Any]] = []
+    for step in compiled.steps:
+        if step.id in compiled.loop_body_ids:
+            continue
+        entry: dict[str, Any] = {"id": step.id, "title": step.title or step.id}
+        if step.run_condition is not None:
+            entry["runCondition"] = step.run_condition
+        if isinstance(step, LoopStep):
+            loop = compiled.loops[step.id]
+            entry["loop"] = step.loop.model_dump(by_alias=True, exclude_none=True, mode="json")
+            entry["body"] = [{"id": s.id, "title": s.title or s.id} for s in loop.body]
+        steps.append(entry)
+    return steps
+
+
+def _outline_lines(compiled: CompiledWorkflow) -> list[str]:
+    lines: list[str] = []
+    for n, entry in enumerate(_outline(compiled), start=1):
+        cond = "  [conditional]" if "runCondition" in entry else ""
+        lines.append(f"{n:2}. {entry['id']}: {entry['title']}{cond}")
+        if "loop" in entry:
+            loop = entry["loop"]
+            lines.append(f"    loop {loop['type']} (max {loop['maxIterations']})")
+            lines.extend(f"      - {b['id']}: {b['title']}" for b in entry["body"])
+    return lines

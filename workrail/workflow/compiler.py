@@ -1,0 +1,160 @@
+"""Compiler (50-workflows §4): pinned definition → the executable form the interpreter runs.
+
+Derived from the pinned definition at every use, like the reference, so the workflowHash
+stays the plain v1_pinned hash and nothing compiled is ever stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Literal
+
+from pydantic import ValidationError
+from returns.result import Failure, Result, Success
+
+from workrail.workflow.definition import (
+    LOOP_CONTROL_CONTRACT,
+    ArtifactContractSource,
+    ContextVariableSource,
+    FunctionDefinition,
+    LoopStep,
+    StandardStep,
+    Step,
+    WorkflowDefinition,
+)
+from workrail.workflow.envelopes import PinnedWorkflow, pin_workflow
+from workrail.workflow.errors import WorkflowError
+
+ConditionOrigin = Literal["explicit", "artifact", "legacy", "none"]
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledLoop:
+    step: LoopStep
+    body: tuple[StandardStep, ...]
+    condition_source: ArtifactContractSource | ContextVariableSource | None
+    condition_origin: ConditionOrigin
+
+    @property
+    def id(self) -> str:
+        return self.step.id
+
+
+@dataclass(frozen=True, slots=True)
+class CompiledWorkflow:
+    """A pinned workflow plus lookups: steps by id, loops, and ids that only run in loops."""
+
+    pinned: PinnedWorkflow
+    definition: WorkflowDefinition
+    steps_by_id: Mapping[str, StandardStep]
+    top_level_by_id: Mapping[str, Step]
+    loops: Mapping[str, CompiledLoop]
+    loop_body_ids: frozenset[str]
+
+    @property
+    def workflow_hash(self) -> str:
+        return self.pinned.workflow_hash()
+
+    @property
+    def steps(self) -> tuple[Step, ...]:
+        return self.definition.steps
+
+    @property
+    def functions(self) -> tuple[FunctionDefinition, ...]:
+        return self.definition.function_definitions
+
+    def step(self, step_id: str) -> StandardStep | None:
+        """A standard step (top-level or inline loop body) by id."""
+        return self.steps_by_id.get(step_id)
+
+
+def compile_pinned(pinned: PinnedWorkflow) -> Result[CompiledWorkflow, WorkflowError]:
+    """Compile a pinned envelope; structural problems are WorkflowError values."""
+    try:
+        definition = WorkflowDefinition.model_validate(pinned.definition)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return Failure(
+            WorkflowError(
+                "NOT_EXECUTABLE", f"pinned definition is not executable: {where}: {first['msg']}"
+            )
+        )
+    top: dict[str, Step] = {}
+    for step in definition.steps:
+        if step.id in top:
+            return Failure(_duplicate(step.id))
+        top[step.id] = step
+    seen = set(top)
+    by_id: dict[str, StandardStep] = {
+        s.id: s for s in definition.steps if isinstance(s, StandardStep)
+    }
+    loops: dict[str, CompiledLoop] = {}
+    body_ids: set[str] = set()
+    for step in definition.steps:
+        if not isinstance(step, LoopStep):
+            continue
+        if isinstance(step.body, str):
+            target = top.get(step.body)
+            if not isinstance(target, StandardStep):
+                return Failure(
+                    WorkflowError(
+                        "UNKNOWN_LOOP_BODY",
+                        f"loop '{step.id}' body '{step.body}' is not a top-level standard step",
+                    )
+                )
+            body: tuple[StandardStep, ...] = (target,)
+        else:
+            for inner in step.body:
+                if inner.id in seen:
+                    return Failure(_duplicate(inner.id))
+                seen.add(inner.id)
+                by_id[inner.id] = inner
+            body = step.body
+        body_ids.update(s.id for s in body)
+        source, origin = _condition_source(step, body)
+        loops[step.id] = CompiledLoop(step, body, source, origin)
+    return Success(
+        CompiledWorkflow(
+            pinned=pinned,
+            definition=definition,
+            steps_by_id=MappingProxyType(by_id),
+            top_level_by_id=MappingProxyType(top),
+            loops=MappingProxyType(loops),
+            loop_body_ids=frozenset(body_ids),
+        )
+    )
+
+
+def compile_definition(definition: dict[str, Any]) -> Result[CompiledWorkflow, WorkflowError]:
+    """Pin a (schema-valid) source definition and compile it in one go."""
+    return compile_pinned(pin_workflow(definition))
+
+
+def _duplicate(step_id: str) -> WorkflowError:
+    return WorkflowError("DUPLICATE_STEP_ID", f"step id '{step_id}' is defined more than once")
+
+
+def _condition_source(
+    loop: LoopStep, body: tuple[StandardStep, ...]
+) -> tuple[ArtifactContractSource | ContextVariableSource | None, ConditionOrigin]:
+    """Where a while/until loop reads its decision from (50-workflows §4 rule 3)."""
+    config = loop.loop
+    if config.type not in ("while", "until"):
+        return None, "none"
+    if config.condition_source is not None:
+        return config.condition_source, "explicit"
+    uses_contract = any(
+        s.output_contract is not None and s.output_contract.contract_ref == LOOP_CONTROL_CONTRACT
+        for s in body
+    )
+    if uses_contract:
+        source = ArtifactContractSource(
+            kind="artifact_contract", contract_ref=LOOP_CONTROL_CONTRACT, loop_id=loop.id
+        )
+        return source, "artifact"
+    if config.condition is not None:
+        return ContextVariableSource(kind="context_variable", condition=config.condition), "legacy"
+    return None, "none"

@@ -1,0 +1,365 @@
+"""The interpreter (50-workflows §6): from the current state, pick the next step instance.
+
+Pure: the same compiled workflow, state, context and artifacts always give the same
+selection and trace. Expected failures (a forEach over a missing list, a loop without its
+control artifact, an inconsistent state) are WorkflowError values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from returns.result import Failure, Result, Success
+
+from workrail.core.snapshot import (
+    BlockedState,
+    CompleteState,
+    ExecutionSnapshot,
+    InitState,
+    LoopFrame,
+    LoopPathFrame,
+    RetryableBlock,
+    RunningState,
+    StepInstance,
+    complete_snapshot,
+    running_snapshot,
+    step_instance_key,
+)
+from workrail.workflow.compiler import CompiledLoop, CompiledWorkflow
+from workrail.workflow.conditions import evaluate_condition
+from workrail.workflow.definition import ArtifactContractSource, LoopStep
+from workrail.workflow.errors import WorkflowError
+from workrail.workflow.jsvalues import is_number
+from workrail.workflow.outcomes import (
+    DecisionTraceEntry,
+    IterationRef,
+    LoopIdRef,
+    StepIdRef,
+)
+from workrail.workflow.requirements import is_loop_control, parse_loop_control
+
+MAX_SELECTION_ROUNDS: Final = 10_000
+DEFAULT_ITERATION_VAR: Final = "currentIteration"
+DEFAULT_ITEM_VAR: Final = "currentItem"
+DEFAULT_INDEX_VAR: Final = "currentIndex"
+
+
+@dataclass(frozen=True, slots=True)
+class InterpreterState:
+    """`completed` keys, the loop stack and the pending step instance (if any)."""
+
+    completed: frozenset[str] = frozenset()
+    loop_stack: tuple[LoopFrame, ...] = ()
+    pending: StepInstance | None = None
+
+    def to_snapshot(self) -> ExecutionSnapshot:
+        return running_snapshot(self.completed, self.loop_stack, self.pending)
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """The outcome of selecting: a new state with a pending step, or completion."""
+
+    state: InterpreterState
+    trace: tuple[DecisionTraceEntry, ...] = field(default=())
+
+    @property
+    def is_complete(self) -> bool:
+        return self.state.pending is None
+
+    def snapshot(self) -> ExecutionSnapshot:
+        return complete_snapshot() if self.is_complete else self.state.to_snapshot()
+
+
+def state_from_snapshot(snapshot: ExecutionSnapshot) -> Result[InterpreterState, WorkflowError]:
+    """The interpreter state of a node that can be advanced (running or retryable block)."""
+    state = snapshot.state
+    match state:
+        case RunningState() | BlockedState():
+            if isinstance(state, BlockedState) and not isinstance(state.blocked, RetryableBlock):
+                return Failure(
+                    WorkflowError(
+                        "PENDING_MISMATCH", "a terminal block cannot be retried; start a new run"
+                    )
+                )
+            return Success(
+                InterpreterState(
+                    completed=frozenset(state.completed.values),
+                    loop_stack=tuple(state.loop_stack),
+                    pending=state.pending_step,
+                )
+            )
+        case CompleteState() | InitState():
+            return Failure(
+                WorkflowError("NO_PENDING_STEP", "the run is complete; there is no step to advance")
+            )
+
+
+def complete_pending(state: InterpreterState) -> Result[InterpreterState, WorkflowError]:
+    """Record the pending step instance as completed and clear `pending`."""
+    if state.pending is None:
+        return Failure(WorkflowError("NO_PENDING_STEP", "no step is pending at this node"))
+    return Success(
+        InterpreterState(
+            completed=state.completed | {state.pending.key},
+            loop_stack=state.loop_stack,
+            pending=None,
+        )
+    )
+
+
+def select_next(
+    compiled: CompiledWorkflow,
+    state: InterpreterState,
+    context: Mapping[str, Any],
+    artifacts: Sequence[Any] = (),
+) -> Result[Selection, WorkflowError]:
+    """Choose the next step instance, or completion.
+
+    `artifacts` are all artifact values of the session in event order, this call's last.
+    """
+    return _Selector(compiled, context, artifacts).run(state)
+
+
+def start(
+    compiled: CompiledWorkflow, context: Mapping[str, Any]
+) -> Result[Selection, WorkflowError]:
+    """The first pending step of a new run, chosen by the normal selection rules.
+
+    Deviation (90-quirks A12): the reference pins `steps[0]` unconditionally; selecting
+    normally makes a conditional or loop first step behave like any other step and gives
+    the same snapshot for workflows whose first step is a plain unconditional step.
+    """
+    return select_next(compiled, InterpreterState(), context).bind(_require_pending)
+
+
+def _require_pending(selection: Selection) -> Result[Selection, WorkflowError]:
+    if selection.is_complete:
+        return Failure(
+            WorkflowError(
+                "NO_ELIGIBLE_STEP",
+                "no step is eligible under the given context; check the runConditions of the "
+                "workflow or start it with the context they expect",
+            )
+        )
+    return Success(selection)
+
+
+def projected_context(
+    loop: CompiledLoop, iteration: int, context: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The merged context plus the loop variables of `iteration` (0-based)."""
+    config = loop.step.loop
+    projected = dict(context)
+    projected[config.iteration_var or DEFAULT_ITERATION_VAR] = iteration + 1
+    if config.type == "forEach":
+        items = context.get(config.items) if config.items is not None else None
+        if isinstance(items, list) and iteration < len(items):
+            projected[config.item_var or DEFAULT_ITEM_VAR] = items[iteration]
+        projected[config.index_var or DEFAULT_INDEX_VAR] = iteration
+    return projected
+
+
+class _Selector:
+    """One selection run; accumulates the decision trace as it goes."""
+
+    def __init__(
+        self, compiled: CompiledWorkflow, context: Mapping[str, Any], artifacts: Sequence[Any]
+    ) -> None:
+        self._wf = compiled
+        self._context = context
+        self._artifacts = artifacts
+        self._trace: list[DecisionTraceEntry] = []
+
+    def run(self, state: InterpreterState) -> Result[Selection, WorkflowError]:
+        completed = set(state.completed)
+        stack = list(state.loop_stack)
+        for _ in range(MAX_SELECTION_ROUNDS):
+            if stack:
+                chosen = self._drive_top(completed, stack)
+                if isinstance(chosen, WorkflowError):
+                    return Failure(chosen)
+                if chosen is not None:
+                    return Success(self._done(completed, stack, chosen))
+                continue
+            pushed = False
+            for step in self._wf.steps:
+                if step.id in self._wf.loop_body_ids or step.id in completed:
+                    continue
+                if not evaluate_condition(step.run_condition, self._context):
+                    continue
+                if isinstance(step, LoopStep):
+                    stack.append(LoopFrame(loop_id=step.id, iteration=0, body_index=0))
+                    pushed = True
+                    break
+                return Success(self._done(completed, stack, StepInstance(step_id=step.id)))
+            if not pushed:
+                return Success(
+                    Selection(InterpreterState(frozenset(completed)), tuple(self._trace))
+                )
+        return Failure(
+            WorkflowError("SELECTION_DID_NOT_SETTLE", "step selection did not settle; check loops")
+        )
+
+    def _done(self, completed: set[str], stack: list[LoopFrame], chosen: StepInstance) -> Selection:
+        self._trace.append(
+            DecisionTraceEntry(
+                kind="selected_next_step",
+                summary=f"Selected next step '{chosen.step_id}'.",
+                refs=[StepIdRef(step_id=chosen.step_id)],
+            )
+        )
+        return Selection(
+            InterpreterState(frozenset(completed), tuple(stack), chosen), tuple(self._trace)
+        )
+
+    def _drive_top(
+        self, completed: set[str], stack: list[LoopFrame]
+    ) -> StepInstance | None | WorkflowError:
+        frame = stack[-1]
+        loop = self._wf.loops.get(frame.loop_id)
+        if loop is None:
+            return WorkflowError("UNKNOWN_STEP", f"loop '{frame.loop_id}' is not in the workflow")
+        limit = loop.step.loop.max_iterations
+        n = len(loop.body)
+        if (
+            not float(limit).is_integer()
+            or n < 1
+            or frame.iteration >= limit
+            or frame.body_index > n
+        ):
+            return WorkflowError(
+                "INVALID_LOOP_STATE",
+                f"loop '{loop.id}' frame (iteration {frame.iteration}, body index "
+                f"{frame.body_index}) is outside its bounds (maxIterations {limit}, body {n})",
+            )
+        iteration, start_index = frame.iteration, frame.body_index
+        enter = self._should_enter(loop, iteration)
+        if isinstance(enter, WorkflowError):
+            return enter
+        if not enter:
+            self._exit(loop, completed, stack, iteration)
+            return None
+        if iteration == 0:
+            self._entered(loop, 0)
+        outer = [LoopPathFrame(loop_id=f.loop_id, iteration=f.iteration) for f in stack[:-1]]
+        while True:
+            path = [*outer, LoopPathFrame(loop_id=loop.id, iteration=iteration)]
+            scoped = projected_context(loop, iteration, self._context)
+            for j in range(start_index, n):
+                body_step = loop.body[j]
+                if step_instance_key(body_step.id, path) in completed:
+                    continue
+                if not evaluate_condition(body_step.run_condition, scoped):
+                    continue
+                stack[-1] = LoopFrame(loop_id=loop.id, iteration=iteration, body_index=j)
+                return StepInstance(step_id=body_step.id, loop_path=path)
+            following = iteration + 1
+            if following >= limit:
+                self._exit(loop, completed, stack, following)
+                return None
+            enter = self._should_enter(loop, following)
+            if isinstance(enter, WorkflowError):
+                return enter
+            if not enter:
+                self._exit(loop, completed, stack, following)
+                return None
+            iteration, start_index = following, 0
+            stack[-1] = LoopFrame(loop_id=loop.id, iteration=iteration, body_index=0)
+            self._entered(loop, iteration)
+
+    def _entered(self, loop: CompiledLoop, iteration: int) -> None:
+        self._trace.append(
+            DecisionTraceEntry(
+                kind="entered_loop",
+                summary=f"Entered loop '{loop.id}' at iteration {iteration}.",
+                refs=[LoopIdRef(loop_id=loop.id), IterationRef(value=iteration)],
+            )
+        )
+
+    def _exit(
+        self, loop: CompiledLoop, completed: set[str], stack: list[LoopFrame], ran: int
+    ) -> None:
+        stack.pop()
+        completed.add(loop.id)
+        self._trace.append(
+            DecisionTraceEntry(
+                kind="exited_loop",
+                summary=f"Exited loop '{loop.id}': Condition no longer met after {ran} "
+                "iteration(s).",
+                refs=[LoopIdRef(loop_id=loop.id)],
+            )
+        )
+
+    def _should_enter(self, loop: CompiledLoop, iteration: int) -> bool | WorkflowError:
+        config = loop.step.loop
+        if config.type == "for":
+            count: Any = config.count
+            if isinstance(count, str):
+                count = self._context.get(count)
+                if not is_number(count):
+                    return WorkflowError(
+                        "FOR_COUNT_NOT_NUMBER",
+                        f"loop '{loop.id}' needs context.{config.count} to be a number; "
+                        "set it via context before this loop",
+                    )
+            if not is_number(count):
+                return WorkflowError("FOR_COUNT_NOT_NUMBER", f"loop '{loop.id}' has no count")
+            return bool(iteration < count)
+        if config.type == "forEach":
+            items = self._context.get(config.items) if config.items is not None else None
+            if not isinstance(items, list):
+                return WorkflowError(
+                    "FOREACH_ITEMS_NOT_ARRAY",
+                    f"loop '{loop.id}' needs context.{config.items} to be an array; "
+                    "set it via context before this loop",
+                )
+            return iteration < len(items)
+        source = loop.condition_source
+        if source is None:
+            return WorkflowError(
+                "LOOP_CONDITION_UNAVAILABLE", f"loop '{loop.id}' has no condition source"
+            )
+        if isinstance(source, ArtifactContractSource):
+            decision = self._loop_decision(source.loop_id)
+            if decision is None:
+                return WorkflowError(
+                    "LOOP_CONTROL_ARTIFACT_MISSING",
+                    f"loop '{loop.id}' needs a wr.loop_control artifact with loopId "
+                    f"'{source.loop_id}' (decision continue|stop) before it is entered",
+                )
+            enter = decision == "continue"
+            label = "artifact"
+        else:
+            scoped = projected_context(loop, iteration, self._context)
+            enter = evaluate_condition(source.condition, scoped)
+            if config.type == "until":
+                enter = not enter
+            label = "context" if loop.condition_origin == "explicit" else "legacy"
+        verdict = "continue" if enter else "exit"
+        self._trace.append(
+            DecisionTraceEntry(
+                kind="evaluated_condition",
+                summary=f"Evaluated {label} condition for loop '{loop.id}' at iteration "
+                f"{iteration}: {verdict}.",
+                refs=[LoopIdRef(loop_id=loop.id), IterationRef(value=iteration)],
+            )
+        )
+        return enter
+
+    def _loop_decision(self, loop_id: str) -> str | None:
+        """The newest valid loop-control decision for `loop_id`.
+
+        Deviation (90-quirks A3): the reference uses the oldest matching artifact, so a
+        later `stop` is never seen; newest-wins lets the agent actually end the loop and is
+        identical whenever only one artifact exists.
+        """
+        for artifact in reversed(self._artifacts):
+            if not is_loop_control(artifact):
+                continue
+            parsed = parse_loop_control(artifact)
+            if not isinstance(parsed, list) and parsed.loopId == loop_id:
+                return parsed.decision
+        return None

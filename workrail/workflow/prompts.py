@@ -1,0 +1,287 @@
+"""Rendering the pending step for the agent (50-workflows §9), with the rehydrate variant
+that appends bounded recovery context.
+
+Deliberate deviations, documented in docs/workflows.md: array-form validation criteria
+are listed under OUTPUT REQUIREMENTS too (90-quirks A7), `functionReferences` are matched
+without their `()` (A6), and steps inside loops get a LOOP CONTEXT section.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from workrail.core.canonical import CanonicalJsonError, canonical_bytes
+from workrail.core.snapshot import StepInstance
+from workrail.workflow.compiler import CompiledLoop, CompiledWorkflow
+from workrail.workflow.definition import (
+    LOOP_CONTROL_CONTRACT,
+    FunctionDefinition,
+    FunctionScope,
+    StandardStep,
+)
+from workrail.workflow.interpreter import (
+    DEFAULT_INDEX_VAR,
+    DEFAULT_ITEM_VAR,
+    DEFAULT_ITERATION_VAR,
+)
+from workrail.workflow.jsvalues import is_number, js_number_to_string, js_truthy
+
+MAX_REQUIREMENT_LINES: Final = 5
+RECOVERY_BUDGET_BYTES: Final = 12288
+RECOVERY_TRUNCATION_SUFFIX: Final = (
+    "\n\n[TRUNCATED]\nOmitted recovery content due to budget constraints."
+)
+MAX_ITEM_PREVIEW_BYTES: Final = 2048
+_SCOPE_RANK: Final[dict[FunctionScope, int]] = {"step": 0, "loop": 1, "workflow": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class PendingPrompt:
+    """What a response's `pending` carries, plus the confirmation flag for `nextIntent`."""
+
+    step_id: str
+    title: str
+    prompt: str
+    require_confirmation: bool
+
+    def to_json(self) -> dict[str, str]:
+        return {"stepId": self.step_id, "title": self.title, "prompt": self.prompt}
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryContext:
+    """Facts from the projections (70-projections) that rehydrate shows.
+
+    `child_count` counts outgoing edges of the node (any kind); recaps are the current
+    recap texts, `downstream_recaps` from this node towards the preferred tip and
+    `ancestry_recaps` from the root down to the parent (both oldest first). Set
+    `unavailable_reason` when a projection failed.
+    """
+
+    child_count: int = 0
+    preferred_tip_node_id: str | None = None
+    downstream_recaps: Sequence[str] = ()
+    ancestry_recaps: Sequence[str] = ()
+    unavailable_reason: str | None = None
+
+
+def render_pending(
+    compiled: CompiledWorkflow,
+    instance: StepInstance,
+    context: Mapping[str, Any] | None = None,
+) -> PendingPrompt:
+    """The step as start/advance/replay responses show it (no recovery context).
+
+    `context` (the run context) only adds the current forEach item to the loop section;
+    pass the same context on replay to get the same text.
+    """
+    step = compiled.step(instance.step_id)
+    if step is None:
+        return PendingPrompt(
+            instance.step_id, instance.step_id, f"Pending step: {instance.step_id}", False
+        )
+    prompt = (step.prompt or f"Pending step: {step.id}") + _loop_section(
+        compiled, instance, context
+    )
+    prompt += _requirements_section(step.validation_criteria) + _contract_section(step)
+    return PendingPrompt(
+        step_id=step.id,
+        title=step.title or step.id,
+        prompt=prompt,
+        require_confirmation=confirmation_required(step.require_confirmation),
+    )
+
+
+def render_recovery(
+    compiled: CompiledWorkflow,
+    instance: StepInstance,
+    recovery: RecoveryContext,
+    context: Mapping[str, Any] | None = None,
+) -> PendingPrompt:
+    """The rehydrate prompt: the normal prompt plus recovery context within 12 KiB."""
+    base = render_pending(compiled, instance, context)
+    if recovery.unavailable_reason is not None:
+        prompt = (
+            f"{base.prompt}\n\n(Recovery context unavailable due to {recovery.unavailable_reason})"
+        )
+        return PendingPrompt(base.step_id, base.title, prompt, base.require_confirmation)
+    sections = _recovery_sections(compiled, instance, recovery)
+    if not sections:
+        return base
+    prompt = base.prompt + "\n\n## Recovery Context\n\n" + "\n\n".join(sections)
+    return PendingPrompt(
+        base.step_id, base.title, fit_recovery_budget(prompt), base.require_confirmation
+    )
+
+
+def fit_recovery_budget(prompt: str) -> str:
+    """Cut a rehydrate prompt to 12288 UTF-8 bytes (at a character boundary) plus a note."""
+    data = prompt.encode("utf-8")
+    if len(data) <= RECOVERY_BUDGET_BYTES:
+        return prompt
+    keep = RECOVERY_BUDGET_BYTES - len(RECOVERY_TRUNCATION_SUFFIX.encode("utf-8"))
+    return data[:keep].decode("utf-8", "ignore") + RECOVERY_TRUNCATION_SUFFIX
+
+
+def confirmation_required(rule: Any) -> bool:
+    """`requireConfirmation` as the reference reads it: JS truthiness, so a condition object
+    counts as true (90-quirks A13, kept so replayed responses never depend on context)."""
+    return js_truthy(rule)
+
+
+# --- sections ------------------------------------------------------------------------------
+
+
+def _requirements_section(criteria: Any) -> str:
+    lines: list[str] = []
+    if isinstance(criteria, list):
+        for rule in criteria:
+            lines.extend(_rule_lines(rule))
+    elif isinstance(criteria, dict):
+        _composition_lines(criteria, lines)
+    lines = lines[:MAX_REQUIREMENT_LINES]
+    if not lines:
+        return ""
+    return "\n\n**OUTPUT REQUIREMENTS:**\n" + "\n".join(f"- {line}" for line in lines)
+
+
+def _composition_lines(node: Mapping[str, Any], lines: list[str]) -> None:
+    parts = node.get("and")
+    if isinstance(parts, list):
+        for part in parts:
+            if isinstance(part, dict):
+                if "type" in part:
+                    lines.extend(_rule_lines(part))
+                else:
+                    _composition_lines(part, lines)
+
+
+def _rule_lines(rule: Any) -> list[str]:
+    if not isinstance(rule, dict):
+        return []
+    kind = rule.get("type")
+    if kind == "contains" and isinstance(rule.get("value"), str):
+        return [f'Must contain: "{rule["value"]}"']
+    if kind == "regex" and isinstance(rule.get("pattern"), str):
+        flags = rule.get("flags")
+        suffix = f" (flags: {flags})" if isinstance(flags, str) and flags else ""
+        return [f"Must match pattern: {rule['pattern']}{suffix}"]
+    if kind == "length":
+        parts = []
+        if is_number(rule.get("min")):
+            parts.append(f"≥{js_number_to_string(rule['min'])} chars")
+        if is_number(rule.get("max")):
+            parts.append(f"≤{js_number_to_string(rule['max'])} chars")
+        return [f"Length: {', '.join(parts)}"] if parts else []
+    return []
+
+
+def _contract_section(step: StandardStep) -> str:
+    contract = step.output_contract
+    if contract is None:
+        return ""
+    ref = contract.contract_ref
+    if ref == LOOP_CONTROL_CONTRACT:
+        lines = [
+            f"Artifact contract: {ref}",
+            'Provide an artifact with kind: "wr.loop_control"',
+            'Fields: loopId (lowercase, delimiter-safe), decision ("continue" | "stop")',
+        ]
+    else:
+        lines = [f"Artifact contract: {ref}", "Provide an artifact matching the contract schema"]
+    return "\n\n**OUTPUT REQUIREMENTS (System):**\n" + "\n".join(f"- {line}" for line in lines)
+
+
+def _loop_section(
+    compiled: CompiledWorkflow, instance: StepInstance, context: Mapping[str, Any] | None
+) -> str:
+    lines: list[str] = []
+    for frame in instance.loop_path:
+        loop = compiled.loops.get(frame.loop_id)
+        if loop is not None:
+            lines.extend(_loop_lines(loop, frame.iteration, context))
+    if not lines:
+        return ""
+    return "\n\n**LOOP CONTEXT:**\n" + "\n".join(f"- {line}" for line in lines)
+
+
+def _loop_lines(loop: CompiledLoop, iteration: int, context: Mapping[str, Any] | None) -> list[str]:
+    config = loop.step.loop
+    title = loop.step.title or loop.id
+    lines = [
+        f"Loop '{loop.id}' ({title}): iteration {iteration + 1} "
+        f"(at most {js_number_to_string(config.max_iterations)})",
+        f"{config.iteration_var or DEFAULT_ITERATION_VAR} = {iteration + 1}",
+    ]
+    if config.type == "forEach":
+        items = context.get(config.items) if context is not None and config.items else None
+        if isinstance(items, list) and iteration < len(items):
+            lines[0] = f"Loop '{loop.id}' ({title}): item {iteration + 1} of {len(items)}"
+            lines.append(f"{config.item_var or DEFAULT_ITEM_VAR} = {_preview(items[iteration])}")
+        lines.append(f"{config.index_var or DEFAULT_INDEX_VAR} = {iteration}")
+    return lines
+
+
+def _preview(value: Any) -> str:
+    try:
+        text = canonical_bytes(value).decode("utf-8")
+    except CanonicalJsonError:
+        return "(not representable as JSON)"
+    data = text.encode("utf-8")
+    if len(data) <= MAX_ITEM_PREVIEW_BYTES:
+        return text
+    return data[:MAX_ITEM_PREVIEW_BYTES].decode("utf-8", "ignore") + "…"
+
+
+def _recovery_sections(
+    compiled: CompiledWorkflow, instance: StepInstance, recovery: RecoveryContext
+) -> list[str]:
+    sections: list[str] = []
+    if recovery.child_count > 0:
+        noun = "child" if recovery.child_count == 1 else "children"
+        summary = f"### Branch Summary\nThis node has {recovery.child_count} {noun}."
+        if recovery.preferred_tip_node_id is not None:
+            summary += f" Preferred branch tip: {recovery.preferred_tip_node_id}"
+        sections.append(summary)
+        if recovery.downstream_recaps:
+            sections.append(
+                "### Downstream Recap (Preferred Branch)\n"
+                + "\n\n".join(recovery.downstream_recaps)
+            )
+    if recovery.ancestry_recaps:
+        sections.append("### Ancestry Recap\n" + "\n\n".join(recovery.ancestry_recaps))
+    functions = visible_functions(compiled, instance)
+    if functions:
+        body = "\n\n".join(f"function {f.name}(...)\n  {f.definition}" for f in functions)
+        sections.append(f"### Function Definitions\n```\n{body}\n```")
+    return sections
+
+
+def visible_functions(
+    compiled: CompiledWorkflow, instance: StepInstance
+) -> list[FunctionDefinition]:
+    """Function definitions the step can see: its own, its loops', the workflow's.
+
+    The most specific definition of a name wins; with `functionReferences`, only the
+    referenced names are kept (matched without `()`, fixing 90-quirks A6).
+    """
+    step = compiled.step(instance.step_id)
+    candidates: list[tuple[FunctionScope, FunctionDefinition]] = []
+    if step is not None:
+        candidates += [("step", f) for f in step.function_definitions]
+    for frame in instance.loop_path:
+        loop = compiled.loops.get(frame.loop_id)
+        if loop is not None:
+            candidates += [("loop", f) for f in loop.step.function_definitions]
+    candidates += [("workflow", f) for f in compiled.functions]
+    chosen: dict[str, tuple[FunctionScope, FunctionDefinition]] = {}
+    for level, fn in candidates:
+        if (fn.scope or level) == level and fn.name not in chosen:
+            chosen[fn.name] = (level, fn)
+    if step is not None and step.function_references:
+        wanted = {ref.removesuffix("()") for ref in step.function_references}
+        chosen = {name: v for name, v in chosen.items() if name in wanted}
+    ordered = sorted(chosen.values(), key=lambda v: (_SCOPE_RANK[v[0]], v[1].name))
+    return [fn for _, fn in ordered]

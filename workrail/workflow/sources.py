@@ -1,0 +1,130 @@
+"""Imperative shell for workflow discovery: finds the directories and reads the files.
+
+Everything decided about the files lives in `catalog.py`; this module only touches the
+file system and the environment, and turns every I/O failure into a warning or an invalid
+entry, never an exception.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from workrail.workflow.catalog import (
+    Catalog,
+    FoundFile,
+    SourceOrigin,
+    WorkflowSource,
+    build_catalog,
+)
+from workrail.workflow.errors import Problem
+
+MAX_WORKFLOW_FILE_BYTES: Final = 2 * 1024 * 1024
+_FALSE_WORDS: Final = frozenset({"0", "false", "no", "off"})
+USER_SUBDIR: Final = Path(".workrail") / "workflows"
+PROJECT_SUBDIR: Final = Path(".workrail") / "workflows"
+
+
+def bundled_workflows_dir() -> Path | None:
+    """Wheel installs carry `workrail/bundled_workflows/`; a source checkout has `workflows/`."""
+    package_dir = Path(__file__).resolve().parent.parent
+    for candidate in (package_dir / "bundled_workflows", package_dir.parent / "workflows"):
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class DiscoveryConfig:
+    """Inputs of discovery; tests inject their own home, cwd and environment."""
+
+    home: Path
+    cwd: Path
+    env: Mapping[str, str]
+    bundled_dir: Path | None
+
+    @classmethod
+    def from_environment(cls) -> DiscoveryConfig:
+        return cls(Path.home(), Path.cwd(), dict(os.environ), bundled_workflows_dir())
+
+    def _enabled(self, name: str) -> bool:
+        return self.env.get(name, "true").strip().lower() not in _FALSE_WORDS
+
+    def sources(self) -> list[WorkflowSource]:
+        """Directories to scan, highest precedence first."""
+        found: list[WorkflowSource] = []
+        raw = self.env.get("WORKFLOW_STORAGE_PATH", "")
+        for i, part in enumerate(p for p in raw.split(os.pathsep) if p.strip()):
+            directory = Path(part).expanduser()
+            if not directory.is_absolute():
+                directory = self.cwd / directory
+            found.append(WorkflowSource("custom", directory, i))
+        if self._enabled("WORKFLOW_INCLUDE_PROJECT"):
+            found.append(WorkflowSource("project", self.cwd / PROJECT_SUBDIR))
+        if self._enabled("WORKFLOW_INCLUDE_USER"):
+            found.append(WorkflowSource("user", self.home / USER_SUBDIR))
+        if self._enabled("WORKFLOW_INCLUDE_BUNDLED") and self.bundled_dir is not None:
+            found.append(WorkflowSource("bundled", self.bundled_dir))
+        return found
+
+
+def discover(config: DiscoveryConfig | None = None) -> Catalog:
+    """Scan all enabled sources and build the catalog."""
+    config = config or DiscoveryConfig.from_environment()
+    files: list[FoundFile] = []
+    warnings: list[str] = []
+    for source in config.sources():
+        files.extend(_scan(source, warnings))
+    return build_catalog(files, warnings)
+
+
+def read_workflow_file(path: Path, origin: SourceOrigin = "custom") -> FoundFile:
+    """Read one file for `workrail validate`."""
+    return _read(WorkflowSource(origin, path.parent), path)
+
+
+def _scan(source: WorkflowSource, warnings: list[str]) -> list[FoundFile]:
+    directory = source.directory
+    if not directory.exists():
+        if source.origin in ("custom", "bundled"):
+            warnings.append(f"{source.origin} workflow directory does not exist: {directory}")
+        return []
+    try:
+        paths = sorted(p for p in directory.iterdir() if p.suffix == ".json" and p.is_file())
+    except OSError as exc:
+        warnings.append(f"cannot read {source.origin} workflow directory {directory}: {exc}")
+        return []
+    return [_read(source, p) for p in paths]
+
+
+def _read(source: WorkflowSource, path: Path) -> FoundFile:
+    try:
+        size = path.stat().st_size
+        if size > MAX_WORKFLOW_FILE_BYTES:
+            return FoundFile(
+                source,
+                path,
+                None,
+                Problem(
+                    "UNREADABLE_FILE",
+                    "$",
+                    f"file is {size} bytes; the limit is {MAX_WORKFLOW_FILE_BYTES}",
+                    "split the workflow or remove embedded data",
+                ),
+            )
+        return FoundFile(source, path, path.read_bytes())
+    except OSError as exc:
+        return FoundFile(
+            source,
+            path,
+            None,
+            Problem(
+                "UNREADABLE_FILE",
+                "$",
+                f"cannot read file: {exc.strerror or exc}",
+                "check the file exists and is readable",
+            ),
+        )

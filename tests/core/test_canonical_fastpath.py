@@ -27,7 +27,7 @@ def test_fast_path_matches_rfc8785(value: object) -> None:
 
 
 def test_control_characters_and_bmp_edges() -> None:
-    value = {"\x7f": "\x00\x1f\u2028\ufeff\"\\\\/", "\ue000": 1, "a": [True, None, -SAFE]}
+    value = {"\x7f": '\x00\x1f\u2028\ufeff"\\\\/', "\ue000": 1, "a": [True, None, -SAFE]}
     assert canonical_bytes(value) == rfc8785.dumps(value)
 
 

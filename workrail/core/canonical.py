@@ -72,7 +72,7 @@ def _is_plain(value: JsonValue) -> bool:
             continue
         if isinstance(item, int):
             if not -_MAX_SAFE_INT <= item <= _MAX_SAFE_INT:
-                plain = False
+                plain = False  # rfc8785 rejects it with IntegerDomainError
         elif isinstance(item, dict):
             for key, child in item.items():
                 if not isinstance(key, str):

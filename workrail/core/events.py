@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Final, Literal
 
-from pydantic import Field, TypeAdapter, model_validator
+from pydantic import (
+    Field,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    model_serializer,
+    model_validator,
+)
 
 from workrail.core.wire import (
     DedupeKey,
@@ -142,7 +148,15 @@ class ArtifactRefPayload(Lenient):
     sha256: Digest
     contentType: NonEmptyStr
     byteLength: Annotated[int, Field(ge=0)]
-    content: Omittable[Any]
+    content: Any = None
+
+    @model_serializer(mode="wrap")
+    def _omit_absent_content(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # `content` may legitimately be JSON null; it is omitted only when absent.
+        data = handler(self)
+        if "content" not in self.model_fields_set and isinstance(data, dict):
+            data.pop("content", None)
+        return data
 
 
 class NodeOutputAppendedData(Lenient):

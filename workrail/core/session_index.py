@@ -81,7 +81,10 @@ class SessionIndex:
             if isinstance(event, NodeOutputAppended):
                 self.outputs.setdefault(event.node_id, []).append(event)
                 payload = event.data.payload
-                if isinstance(payload, ArtifactRefPayload) and "content" in payload.model_fields_set:
+                if (
+                    isinstance(payload, ArtifactRefPayload)
+                    and "content" in payload.model_fields_set
+                ):
                     self.artifact_contents.append(payload.content)
             elif isinstance(event, AdvanceRecorded):
                 outcome = event.data.outcome

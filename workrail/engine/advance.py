@@ -17,7 +17,7 @@ from workrail.core.budgets import CONTEXT_MAX_BYTES, truncate_notes
 from workrail.core.canonical import CanonicalJsonError, canonical_bytes, canonical_digest
 from workrail.core.events import AdvanceRecorded
 from workrail.core.snapshot import BlockedState, ExecutionSnapshot, RetryableBlock
-from workrail.engine.context import merge_context, validate_context
+from workrail.engine.context import json_value_problem, merge_context, validate_context
 from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError, error, internal
 from workrail.engine.events_builder import PlanBuilder
@@ -110,6 +110,15 @@ def _recorded(log: SessionLog, key: str) -> AdvanceRecorded | None:
 
 
 def _check_artifacts(output: AgentOutput) -> EngineError | None:
+    problem = json_value_problem(list(output.artifacts))
+    if problem is not None:
+        kind, path = problem
+        return error(
+            "VALIDATION_ERROR",
+            f"output.artifacts{path.removeprefix('')} is not storable JSON ({kind}).",
+            "Send artifacts as plain JSON: finite numbers, integers within ±(2^53-1), "
+            "at most 64 levels deep.",
+        )
     try:
         size = sum(len(canonical_bytes(a)) for a in output.artifacts)
     except CanonicalJsonError as exc:

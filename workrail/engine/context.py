@@ -13,6 +13,7 @@ from workrail.core.budgets import CONTEXT_MAX_BYTES, CONTEXT_MAX_DEPTH
 from workrail.core.canonical import CanonicalJsonError, canonical_bytes
 from workrail.engine.errors import EngineError, error
 
+_MAX_SAFE_INT = 2**53 - 1
 RESERVED_KEYS = frozenset({"__proto__", "constructor", "prototype"})
 
 
@@ -82,6 +83,11 @@ def validate_context(tool: str, context: Any) -> Result[dict[str, Any], EngineEr
     return Success(context)
 
 
+def json_value_problem(value: Any) -> tuple[str, str] | None:
+    """`(kind, path)` of the first value that cannot round-trip through the log, or None."""
+    return _scan(value, "", 1)
+
+
 def _scan(value: Any, path: str, depth: int) -> tuple[str, str] | None:
     if depth > CONTEXT_MAX_DEPTH:
         return ("context_too_deep", path)
@@ -100,6 +106,11 @@ def _scan(value: Any, path: str, depth: int) -> tuple[str, str] | None:
     elif isinstance(value, float):
         if not math.isfinite(value):
             return ("context_non_finite_number", path)
+        if value.is_integer() and abs(value) > _MAX_SAFE_INT:
+            # JCS prints e.g. 1e16 as integer digits, which read back as an int beyond
+            # the safe range that canonical JSON rejects: refuse what could not be re-read.
+            return ("context_unsupported_value", path)
+
     elif not (value is None or isinstance(value, (bool, int, str))):
         return ("context_unsupported_value", path)
     return None

@@ -1,0 +1,132 @@
+"""Fixtures for the fence: a real redis-server on loopback, a movable clock, and one
+`backend` fixture parametrized over every backend so the contract suite runs on each."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import redis
+
+from workrail.fence.backend import FenceBackend
+from workrail.fence.ratelimit import RateLimits
+from workrail.fence.redis_backend import RedisBackend
+from workrail.fence.service import FenceService
+from workrail.fence.sqlite_backend import SqliteBackend
+
+START = datetime(2026, 7, 25, 12, 0, 0, tzinfo=UTC)
+KEY = bytes(range(32))
+
+
+class ManualClock:
+    """The injected clock: time moves only when a test says so."""
+
+    def __init__(self, start: datetime = START) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass(frozen=True)
+class RedisServer:
+    url: str
+    port: int
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """A throwaway redis-server on 127.0.0.1; fails (not skips) under CI when missing."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        message = "redis-server is not on PATH; run scripts/ci_services.sh to install it"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    port = free_port()
+    workdir = tmp_path_factory.mktemp("redis")
+    proc = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no", "--dir", str(workdir)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    client = redis.Redis(host="127.0.0.1", port=port)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                if client.ping():
+                    break
+            except redis.ConnectionError:
+                if time.monotonic() > deadline or proc.poll() is not None:
+                    pytest.fail("redis-server did not answer PING within 10 s")
+                time.sleep(0.02)
+        yield RedisServer(url=f"redis://127.0.0.1:{port}/0", port=port)
+    finally:
+        client.close()
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+BackendFactory = Callable[[], FenceBackend]
+
+
+def _sqlite_factory(request: pytest.FixtureRequest, tmp_path: Path) -> BackendFactory:
+    path = tmp_path / "fence" / "fence.sqlite3"
+    return lambda: SqliteBackend(path)
+
+
+def _redis_factory(request: pytest.FixtureRequest, tmp_path: Path) -> BackendFactory:
+    server: RedisServer = request.getfixturevalue("redis_server")
+    prefix = f"test:{uuid.uuid4().hex}:"
+    return lambda: RedisBackend(server.url, prefix=prefix)
+
+
+# Add a backend here and the whole contract suite runs against it.
+BACKENDS: dict[str, Callable[[pytest.FixtureRequest, Path], BackendFactory]] = {
+    "sqlite": _sqlite_factory,
+    "redis": _redis_factory,
+}
+
+
+@pytest.fixture(params=sorted(BACKENDS))
+def backend_factory(request: pytest.FixtureRequest, tmp_path: Path) -> BackendFactory:
+    """Opens a new connection to the same store each call (separate 'processes')."""
+    return BACKENDS[request.param](request, tmp_path)
+
+
+@pytest.fixture
+def backend(backend_factory: BackendFactory) -> Iterator[FenceBackend]:
+    opened = backend_factory()
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def service(backend: FenceBackend, clock: ManualClock) -> FenceService:
+    return FenceService(backend, KEY, clock, RateLimits(client_rpm=0, global_rpm=0))

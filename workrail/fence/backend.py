@@ -1,0 +1,61 @@
+"""The port every checkpoint backend implements, and the one failure it may raise.
+
+A backend applies a decision atomically (all of it or nothing), keeps the pause flag, the
+request budgets and the replay store. It raises `BackendUnavailable` when it cannot answer;
+the service turns that into the retryable DEPENDENCY_UNAVAILABLE envelope.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final, Literal, Protocol
+
+from workrail.fence.decide import Decision
+from workrail.fence.ratelimit import RateLimits
+from workrail.fence.record import Command
+
+REPLAY_RETENTION_MS: Final = 24 * 3600 * 1000
+
+Gate = Literal["open", "paused"] | int
+"""`open`, `paused`, or the whole seconds to wait before retrying (rate limited)."""
+
+
+class BackendUnavailable(Exception):
+    """The backend could not be reached or did not answer; nothing was written."""
+
+
+@dataclass(frozen=True)
+class StoredReply:
+    """A first response kept for Idempotency-Key replays."""
+
+    request: str
+    status: int
+    body: dict[str, Any]
+
+
+class FenceBackend(Protocol):
+    name: str
+
+    def apply(self, command: Command, now_ms: int) -> Decision:
+        """Decide and, when the decision changes state, persist it in one atomic step."""
+        ...
+
+    def gate(self, client: str, now_ms: int, limits: RateLimits) -> Gate:
+        """Check the pause flag and both budgets; count the request only when admitted."""
+        ...
+
+    def is_paused(self) -> bool: ...
+
+    def set_paused(self, paused: bool) -> None: ...
+
+    def recall(self, key: str, now_ms: int) -> StoredReply | None: ...
+
+    def remember(self, key: str, reply: StoredReply, now_ms: int) -> None:
+        """Keep `reply` for 24 h unless a reply is already kept under `key` (first wins)."""
+        ...
+
+    def stored_bytes(self) -> bytes:
+        """Everything the backend holds, as bytes: for the privacy tests and operators."""
+        ...
+
+    def close(self) -> None: ...

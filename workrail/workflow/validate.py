@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
-from jsonschema.exceptions import ValidationError  # type: ignore[import-untyped]
+from jsonschema.exceptions import ValidationError
 from returns.result import Failure, Result, Success
 
 from workrail.core.canonical import CanonicalJsonError, canonical_bytes
@@ -142,7 +142,11 @@ def _to_problems(error: ValidationError) -> Iterator[Problem]:
     path = json_path(error.absolute_path)
     validator = str(error.validator)
     value = error.validator_value
-    if validator == "additionalProperties" and isinstance(error.instance, dict):
+    if (
+        validator == "additionalProperties"
+        and isinstance(error.instance, dict)
+        and isinstance(error.schema, Mapping)
+    ):
         allowed = sorted(error.schema.get("properties", {}))
         for extra in sorted(set(error.instance) - set(allowed)):
             close = difflib.get_close_matches(extra, allowed, n=1)

@@ -9,8 +9,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from jsonschema import Draft7Validator  # type: ignore[import-untyped]
-from jsonschema.exceptions import SchemaError  # type: ignore[import-untyped]
+from jsonschema import Draft7Validator
+from jsonschema.exceptions import SchemaError
 from returns.result import Failure, Result, Success
 
 from workrail.workflow.conditions import evaluate_condition

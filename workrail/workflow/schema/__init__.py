@@ -7,7 +7,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, cast
 
-from jsonschema import Draft7Validator  # type: ignore[import-untyped]
+from jsonschema import Draft7Validator
 
 SCHEMA_FILE = "workflow.schema.json"
 

@@ -1,0 +1,76 @@
+"""In-memory MCP fixtures: the real server over an engine on a temporary data directory,
+driven through the SDK's `Client` (no subprocess, no port)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.server import MCPServer
+from mcp.types import CallToolResult
+
+from tests.engine.conftest import make_engine
+from workrail.engine.api import Engine
+from workrail.mcp import build_server
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+def engine(data_dir: Path) -> Engine:
+    return make_engine(data_dir)
+
+
+@pytest.fixture
+def server(engine: Engine) -> MCPServer:
+    return build_server(engine)
+
+
+@pytest.fixture
+async def client(server: MCPServer) -> AsyncIterator[Client]:
+    async with Client(server, raise_exceptions=True) as c:
+        yield c
+
+
+def body(result: CallToolResult) -> dict[str, Any]:
+    """The JSON text an agent reads; also asserts it equals the structured copy."""
+    parsed = json.loads(result.content[0].text)  # type: ignore[union-attr]
+    assert result.structured_content == parsed
+    assert isinstance(parsed, dict)
+    return parsed
+
+
+async def ok(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(tool, args)
+    assert not result.is_error, result.content
+    return body(result)
+
+
+async def fail(client: Client, tool: str, args: dict[str, Any], code: str) -> dict[str, Any]:
+    result = await client.call_tool(tool, args)
+    assert result.is_error
+    envelope = body(result)
+    assert envelope["code"] == code, envelope
+    assert set(envelope) <= {"code", "message", "retry", "details"}
+    assert envelope["retry"]["kind"] in {
+        "not_retryable",
+        "retryable_immediate",
+        "retryable_after_ms",
+    }
+    return envelope
+
+
+def advance_args(response: dict[str, Any], notes: str | None = "done") -> dict[str, Any]:
+    args: dict[str, Any] = dict(response["nextCall"]["params"])
+    if notes is not None:
+        args["output"] = {"notesMarkdown": notes}
+    return args
+
+

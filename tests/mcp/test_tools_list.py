@@ -1,0 +1,49 @@
+"""tools/list is a contract: a checked-in snapshot makes every schema or description change
+deliberate. Regenerate with UPDATE_SNAPSHOTS=1 after reviewing the diff."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+pytestmark = pytest.mark.anyio
+
+SNAPSHOT = Path(__file__).parent / "snapshots" / "tools_list.json"
+
+
+async def test_tools_list_matches_snapshot(client: Client) -> None:
+    listed = await client.list_tools()
+    actual = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed.tools]
+    text = json.dumps(actual, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
+    if os.environ.get("UPDATE_SNAPSHOTS") == "1":
+        SNAPSHOT.write_text(text, encoding="utf-8")
+    assert text == SNAPSHOT.read_text(encoding="utf-8")
+
+
+async def test_tools_have_reference_names_annotations_and_strict_schemas(client: Client) -> None:
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert list(tools) == [
+        "list_workflows",
+        "inspect_workflow",
+        "start_workflow",
+        "continue_workflow",
+        "checkpoint_workflow",
+    ]
+    expected = {  # (readOnly, destructive, idempotent), spec 00 §3
+        "list_workflows": (True, False, True),
+        "inspect_workflow": (True, False, True),
+        "start_workflow": (False, False, False),
+        "continue_workflow": (False, False, True),
+        "checkpoint_workflow": (False, False, True),
+    }
+    for name, tool in tools.items():
+        a = tool.annotations
+        assert a is not None
+        assert (a.read_only_hint, a.destructive_hint, a.idempotent_hint) == expected[name]
+        assert tool.input_schema["additionalProperties"] is False
+        assert tool.description
+    assert tools["continue_workflow"].input_schema["required"] == ["intent", "stateToken"]

@@ -1,0 +1,121 @@
+"""The `workrail` command: configuration flags, sessions list/show, keys rotate, wiring."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.engine.conftest import make_engine
+from workrail.cli import apply_config, build_parser, main
+
+
+@pytest.fixture(autouse=True)
+def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # main() writes flags into os.environ; registering the keys makes monkeypatch undo it.
+    monkeypatch.setenv("WORKRAIL_DATA_DIR", str(tmp_path / "unused"))
+    monkeypatch.setenv("WORKFLOW_STORAGE_PATH", "")
+
+
+def _walk(data_dir: Path) -> str:
+    """One session: start, advance once, checkpoint, then advance the checkpointed node."""
+    engine = make_engine(data_dir)
+    r = engine.start_workflow("probe-flow", {}).unwrap()
+    r = engine.advance(r["stateToken"], r["ackToken"], notes_markdown="the plan").unwrap()
+    engine.checkpoint(r["checkpointToken"]).unwrap()
+    engine.advance(r["stateToken"], r["ackToken"], notes_markdown="built it").unwrap()
+    (sid,) = os.listdir(data_dir / "sessions")
+    return sid
+
+
+def _json(capsys: pytest.CaptureFixture[str]) -> Any:
+    return json.loads(capsys.readouterr().out)
+
+
+def test_no_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 0
+    assert "mcp" in capsys.readouterr().out
+
+
+def test_all_commands_are_wired() -> None:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    names = set(sub.choices)  # type: ignore[arg-type]
+    assert {"mcp", "demo", "validate", "workflows", "sessions", "keys"} <= names
+    assert {"export", "import", "fence"} <= names
+
+
+def test_flags_become_environment(tmp_path: Path) -> None:
+    apply_config(str(tmp_path / "d"), [str(tmp_path / "w1"), str(tmp_path / "w2")])
+    assert os.environ["WORKRAIL_DATA_DIR"] == str(tmp_path / "d")
+    assert os.environ["WORKFLOW_STORAGE_PATH"].split(os.pathsep) == [
+        str(tmp_path / "w1"),
+        str(tmp_path / "w2"),
+    ]
+
+
+def test_mcp_accepts_config_flags_after_the_subcommand(tmp_path: Path) -> None:
+    args = build_parser().parse_args(
+        ["mcp", "--http", "--port", "9", "--data-dir", str(tmp_path), "--log-level", "debug"]
+    )
+    assert args.http and args.port == 9 and args.host == "127.0.0.1"
+    assert args.data_dir == str(tmp_path) and args.log_level == "DEBUG"
+
+
+def test_sessions_list_json(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sid = _walk(data_dir)
+    assert main(["--data-dir", str(data_dir), "sessions", "--json"]) == 0
+    (row,) = _json(capsys)["sessions"]
+    assert row["sessionId"] == sid and row["workflowId"] == "probe-flow"
+    assert row["status"] == "pending" and row["health"] == {"kind": "healthy"}
+    assert row["lastActivity"]
+
+
+def test_sessions_list_human(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sid = _walk(data_dir)
+    assert main(["--data-dir", str(data_dir), "sessions"]) == 0
+    out = capsys.readouterr().out
+    assert sid[:12] in out and "probe-flow" in out
+
+
+def test_sessions_show_json_has_dag(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sid = _walk(data_dir)
+    assert main(["--data-dir", str(data_dir), "sessions", "show", sid, "--json"]) == 0
+    (run,) = _json(capsys)["runs"]
+    kinds = sorted(n["nodeKind"] for n in run["nodes"])
+    assert kinds == ["checkpoint", "step", "step", "step"]
+    fork = [n for n in run["nodes"] if len(n["children"]) == 2]
+    assert len(fork) == 1 and fork[0]["pendingStepId"] == "build"
+    assert {e["edgeKind"] for e in run["edges"]} == {"acked_step", "checkpoint"}
+    notes = [note for n in run["nodes"] for note in n["notes"]]
+    assert notes == ["the plan", "built it"]
+    assert run["preferredTip"] in run["tips"]
+
+
+def test_sessions_show_tree(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    sid = _walk(data_dir)
+    assert main(["--data-dir", str(data_dir), "sessions", "show", sid]) == 0
+    out = capsys.readouterr().out
+    for text in ("checkpoint", "fork", "preferred tip", "notes:", "the plan"):
+        assert text in out
+
+
+def test_sessions_show_unknown(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--data-dir", str(data_dir), "sessions", "show", "sess_nope", "--json"]) == 1
+    assert _json(capsys)["error"]["code"] == "NOT_FOUND"
+
+
+def test_keys_rotate_keeps_old_tokens_valid(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    engine = make_engine(data_dir)
+    r = engine.start_workflow("probe-flow", {}).unwrap()
+    before = (data_dir / "keys" / "keyring.json").read_bytes()
+    assert main(["--data-dir", str(data_dir), "keys", "rotate", "--json"]) == 0
+    assert _json(capsys)["rotated"] is True
+    assert (data_dir / "keys" / "keyring.json").read_bytes() != before
+    # A restarted engine (new keyring) still accepts the token signed by the previous key.
+    assert make_engine(data_dir).rehydrate(r["stateToken"]).unwrap()["pending"]["stepId"] == "plan"

@@ -1,0 +1,327 @@
+"""`workrail demo`: a scripted agent drives the bundled `coding-task` workflow through the
+real MCP server (a `workrail mcp` subprocess over stdio, in a temporary data directory).
+
+It exercises what an agent relies on: start, advance with notes, a validation block and its
+one-call retry, checkpoint and its replay, an ack replay that writes nothing, a loop,
+rehydrate, a tampered token, completion; then prints the session's DAG. Every expectation
+is checked, so the exit code makes it a smoke test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client, StdioServerParameters
+from mcp.types import CallToolResult
+from returns.result import Success
+from rich.console import Console
+
+from workrail.store.local.backend import LocalBackend
+
+WORKFLOW_ID = "coding-task"
+
+
+class DemoFailure(Exception):
+    """An expectation did not hold; the message says which."""
+
+
+@dataclass
+class Report:
+    console: Console
+    data_dir: Path
+    checks: list[dict[str, Any]] = field(default_factory=list)
+
+    def check(self, name: str, ok: bool, detail: str = "") -> None:
+        self.checks.append({"check": name, "ok": ok, "detail": detail})
+        mark = "[green]✔[/]" if ok else "[red]✘[/]"
+        self.console.print(f"  {mark} {name}" + (f" [dim]— {detail}[/]" if detail else ""))
+        if not ok:
+            raise DemoFailure(name + (f": {detail}" if detail else ""))
+
+    def section(self, title: str) -> None:
+        self.console.print(f"\n[bold cyan]▶ {title}[/]")
+
+    def event_count(self) -> int:
+        """Read from disk, not from the server: proof of what was (not) written."""
+        backend = LocalBackend.open(self.data_dir)
+        ids = backend.sessions.session_ids()
+        if len(ids) != 1:
+            return -1
+        read = backend.sessions.read(ids[0], lambda log: log.count)
+        if not isinstance(read, Success):
+            raise DemoFailure(f"cannot read the session back: {read.failure()}")
+        return int(read.unwrap())
+
+
+NOTES: dict[str, str] = {
+    "understand": (
+        "**Goal**: add a `--json` flag to the report command so scripts can parse it.\n\n"
+        "**Files**: `report/cli.py`, `report/render.py`, `tests/test_report.py`.\n\n"
+        "**Open questions**: none.\n\n**Size**: small."
+    ),
+    "plan": (
+        "1. **Serializer**: add `to_json()` in `report/render.py`; check with a unit test in "
+        "`tests/test_report.py`.\n"
+        "2. **Flag**: wire `--json` in `report/cli.py`; check with a CLI test asserting valid "
+        "JSON on stdout.\n\n**Risks**: none beyond output format; the default stays unchanged."
+    ),
+    "implement-slice": (
+        "Changed the files named in the plan for this slice; added a test first, then the "
+        "smallest change. `pytest tests/test_report.py` → passed."
+    ),
+    "fix-failures": (
+        "`ruff` flagged an unused import in `report/cli.py`; removed it. The checks run again next."
+    ),
+    "summarize": (
+        "**What changed**: the report command gains `--json` for scripts.\n\n"
+        "**Files**: `report/render.py` (serializer), `report/cli.py` (flag), "
+        "`tests/test_report.py` (tests).\n\n"
+        "**Verification**: `pytest` → 42 passed; `mypy report` → clean; `ruff check` → clean.\n\n"
+        "**Follow-ups**: none."
+    ),
+}
+
+
+def _body(result: CallToolResult) -> dict[str, Any]:
+    if result.structured_content is not None:
+        return dict(result.structured_content)
+    text = result.content[0].text if result.content and hasattr(result.content[0], "text") else ""
+    parsed = json.loads(text)
+    return parsed if isinstance(parsed, dict) else {}
+
+
+def _tamper(token: str) -> str:
+    """Flip one character of the signature part: still well-formed, no longer authentic."""
+    head, sep, sig = token.rpartition(".")
+    flipped = ("A" if sig[0] != "A" else "B") + sig[1:]
+    return head + sep + flipped
+
+
+async def _call(
+    client: Client, report: Report, tool: str, args: dict[str, Any], *, expect_error: bool = False
+) -> dict[str, Any]:
+    result = await client.call_tool(tool, args)
+    body = _body(result)
+    if bool(result.is_error) != expect_error:
+        report.check(
+            f"{tool} {'failed' if result.is_error else 'succeeded'}", False, str(body)[:300]
+        )
+    return body
+
+
+async def _advance(
+    client: Client,
+    report: Report,
+    current: dict[str, Any],
+    notes: str,
+    context: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Send the response's own nextCall, adding notes — exactly what an agent is told to do."""
+    call = current["nextCall"]
+    params: dict[str, Any] = dict(call["params"])
+    params["output"] = {"notesMarkdown": notes}
+    if context is not None:
+        params["context"] = context
+    return await _call(client, report, call["tool"], params)
+
+
+def _pending(body: dict[str, Any]) -> str | None:
+    pending = body.get("pending")
+    return pending["stepId"] if isinstance(pending, dict) else None
+
+
+async def _script(client: Client, report: Report) -> str:
+    report.section("Discover")
+    listed = await _call(client, report, "list_workflows", {})
+    ids = [w["workflowId"] for w in listed["workflows"]]
+    report.check(f"list_workflows offers {WORKFLOW_ID}", WORKFLOW_ID in ids, ", ".join(ids))
+    inspected = await _call(client, report, "inspect_workflow", {"workflowId": WORKFLOW_ID})
+    report.check(
+        "inspect_workflow previews the first step",
+        inspected["compiled"].get("preview", {}).get("stepId") == "understand",
+    )
+
+    report.section("Start and advance")
+    r = await _call(client, report, "start_workflow", {"workflowId": WORKFLOW_ID, "context": {}})
+    report.check("start_workflow → pending 'understand'", _pending(r) == "understand")
+    report.check("response carries a ready nextCall", r["nextCall"]["tool"] == "continue_workflow")
+    r = await _advance(client, report, r, NOTES["understand"], {"taskComplexity": "small"})
+    report.check(
+        "small task skips 'confirm-plan' → pending 'plan'",
+        _pending(r) == "plan",
+        str(_pending(r)),
+    )
+
+    report.section("Checkpoint before risky work")
+    ckpt = await _call(
+        client, report, "checkpoint_workflow", {"checkpointToken": r["checkpointToken"]}
+    )
+    before = report.event_count()
+    again = await _call(
+        client, report, "checkpoint_workflow", {"checkpointToken": r["checkpointToken"]}
+    )
+    report.check(
+        "checkpoint replay returns the same node and writes nothing",
+        again["checkpointNodeId"] == ckpt["checkpointNodeId"] and report.event_count() == before,
+        ckpt["checkpointNodeId"],
+    )
+    report.check("checkpoint does not advance", again["stateToken"] == r["stateToken"])
+
+    report.section("Validation block, then the one-call retry")
+    blocked = await _advance(client, report, r, "Plan: do it.")
+    issues = blocked.get("validation", {}).get("issues", [])
+    report.check(
+        "too-short plan is blocked with the step's own message",
+        blocked.get("kind") == "blocked" and bool(issues),
+        issues[0] if issues else "",
+    )
+    slices = {"planSlices": ["serializer", "flag"]}
+    r = await _advance(client, report, blocked, NOTES["plan"], slices)
+    report.check(
+        "retry via nextCall (retryAckToken) → pending 'implement-slice'",
+        _pending(r) == "implement-slice",
+        str(_pending(r)),
+    )
+
+    report.section("Replay an ack: nothing is written twice")
+    before = report.event_count()
+    replay_params = dict(blocked["nextCall"]["params"])
+    replay_params["output"] = {"notesMarkdown": "DIFFERENT notes on replay " + "x" * 80}
+    replay = await _call(client, report, "continue_workflow", replay_params)
+    same = {k: v for k, v in replay.items() if k != "warnings"} == r
+    report.check(
+        "replayed ack returns the recorded outcome",
+        same and report.event_count() == before,
+        f"{before} events before and after",
+    )
+    warned = [w.get("code") for w in replay.get("warnings", [])]
+    report.check("the different output is flagged, not recorded", "OUTPUT_NOT_RECORDED" in warned)
+
+    report.section("Loop over the plan's slices")
+    for n in (1, 2):
+        r = await _advance(client, report, r, NOTES["implement-slice"])
+        report.check(f"slice {n} done", r.get("kind") == "ok", f"next: {_pending(r)}")
+    report.check("loop exits → pending 'run-checks'", _pending(r) == "run-checks")
+
+    report.section("Lose context, rehydrate")
+    before = report.event_count()
+    rehydrated = await _call(
+        client, report, "continue_workflow", {"intent": "rehydrate", "stateToken": r["stateToken"]}
+    )
+    report.check(
+        "rehydrate returns the same pending step and writes nothing",
+        _pending(rehydrated) == "run-checks" and report.event_count() == before,
+    )
+    r = rehydrated
+
+    report.section("A tampered token")
+    bad = await _call(
+        client,
+        report,
+        "continue_workflow",
+        {"intent": "rehydrate", "stateToken": _tamper(r["stateToken"])},
+        expect_error=True,
+    )
+    report.check(
+        "tampered stateToken → TOKEN_BAD_SIGNATURE envelope",
+        bad.get("code") == "TOKEN_BAD_SIGNATURE" and "suggestion" in bad.get("details", {}),
+        bad.get("message", ""),
+    )
+    report.console.print_json(json.dumps(bad))
+
+    report.section("Verify (while loop), summarize, complete")
+    r = await _advance(client, report, r, "`pytest` → 1 failed (lint).", {"checksPassed": False})
+    report.check("failed checks → pending 'fix-failures'", _pending(r) == "fix-failures")
+    r = await _advance(client, report, r, NOTES["fix-failures"])
+    report.check("checks run again → pending 'run-checks'", _pending(r) == "run-checks")
+    r = await _advance(
+        client, report, r, "`pytest` → passed; `ruff` → clean.", {"checksPassed": True}
+    )
+    report.check("passing checks exit the loop → pending 'summarize'", _pending(r) == "summarize")
+    r = await _advance(client, report, r, NOTES["summarize"])
+    report.check(
+        "workflow complete",
+        r.get("isComplete") is True and r.get("nextIntent") == "complete" and r["nextCall"] is None,
+    )
+    ids = LocalBackend.open(report.data_dir).sessions.session_ids()
+    return ids[0] if ids else ""
+
+
+def _server_params(data_dir: Path) -> StdioServerParameters:
+    env = {
+        **os.environ,
+        "WORKRAIL_DATA_DIR": str(data_dir),
+        "WORKFLOW_INCLUDE_USER": "false",
+        "WORKFLOW_INCLUDE_PROJECT": "false",
+        "WORKFLOW_STORAGE_PATH": "",
+    }
+    return StdioServerParameters(command=sys.executable, args=["-m", "workrail", "mcp"], env=env)
+
+
+async def drive(data_dir: Path, console: Console) -> tuple[Report, str]:
+    report = Report(console, data_dir)
+    async with Client(_server_params(data_dir)) as client:
+        session_id = await _script(client, report)
+    return report, session_id
+
+
+def _reason(exc: BaseException) -> str:
+    """The innermost cause: task groups wrap a failed check in an ExceptionGroup."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, DemoFailure):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def run_demo(
+    *, keep: bool = False, as_json: bool = False, printer: Callable[[str], None] | None = None
+) -> int:
+    """Exit 0 only if every expectation held."""
+    from workrail.cli import load_session, session_tree
+
+    console = Console(stderr=as_json)
+    data_dir = Path(tempfile.mkdtemp(prefix="workrail-demo-"))
+    console.print(
+        f"[bold]WorkRail demo[/]: a scripted agent drives '{WORKFLOW_ID}' through "
+        f"`workrail mcp` (stdio)\n[dim]data directory: {data_dir}[/]"
+    )
+    report = Report(console, data_dir)
+    session_id = ""
+    failure: str | None = None
+    try:
+        report, session_id = anyio.run(drive, data_dir, console)
+    except Exception as exc:  # a failed check, or the server or transport broke
+        failure = _reason(exc)
+    if session_id:
+        view = load_session(LocalBackend.open(data_dir), session_id)
+        console.print("\n[bold cyan]▶ The session's run DAG[/]")
+        console.print(session_tree(view))
+    ok = failure is None
+    console.print(
+        "\n[bold green]Demo passed[/]: every step behaved as expected."
+        if ok
+        else f"\n[bold red]Demo failed[/]: {failure}"
+    )
+    if as_json:
+        out = printer or print
+        out(
+            json.dumps(
+                {"ok": ok, "failure": failure, "sessionId": session_id, "checks": report.checks},
+                indent=2,
+            )
+        )
+    if keep:
+        console.print(f"[dim]kept {data_dir}[/]")
+    else:
+        shutil.rmtree(data_dir, ignore_errors=True)
+    return 0 if ok else 1

@@ -1,0 +1,231 @@
+"""The five tools as an agent sees them: names, titles, descriptions, input schemas and
+annotations (spec 40 §2, 00 §3). Kept as plain data so `tools/list` is exactly what we
+wrote, and so the same schemas drive argument validation (validation.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mcp.types import ToolAnnotations
+
+# The reference forbids `.`; we allow it so namespaced bundled ids (`wr.foo`) can be
+# started (spec 90 quirk). Every id the reference accepts is still accepted.
+WORKFLOW_ID_PATTERN = r"^[A-Za-z0-9_.-]+$"
+
+_WORKFLOW_ID: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "pattern": WORKFLOW_ID_PATTERN,
+    "description": 'The workflowId exactly as list_workflows returns it, e.g. "coding-task".',
+}
+
+_CONTEXT: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": {},
+    "description": (
+        "Optional JSON object of external facts the workflow branches on (e.g. "
+        '{"taskComplexity": "small"}). Step prompts say which keys to set. On advance it '
+        "is merged shallowly into the run's stored context; a null value deletes a key."
+    ),
+}
+
+_LOOP = (
+    "The loop: start_workflow → do the pending step → continue_workflow with intent "
+    '"advance", the stateToken and ackToken, and output.notesMarkdown describing what you '
+    "did → repeat until isComplete is true. Every response carries nextCall: send it (adding "
+    "your notes) instead of stopping to summarise."
+)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    title: str
+    description: str
+    input_schema: dict[str, Any]
+    annotations: ToolAnnotations
+    example: dict[str, Any]
+    """A correct call, sent back in VALIDATION_ERROR details as `correctTemplate`."""
+
+
+def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": False,
+    }
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def _annotations(*, read_only: bool, idempotent: bool) -> ToolAnnotations:
+    return ToolAnnotations(
+        read_only_hint=read_only,
+        destructive_hint=False,
+        idempotent_hint=idempotent,
+        open_world_hint=False,
+    )
+
+
+LIST_WORKFLOWS = ToolSpec(
+    name="list_workflows",
+    title="List workflows",
+    description=(
+        "List the workflows WorkRail can run, with their id, name, description, version and "
+        "preview hash. Call this first to choose a workflow, then call start_workflow with its "
+        "workflowId (or inspect_workflow to read its first step). Read-only. " + _LOOP
+    ),
+    input_schema=_object({}, []),
+    annotations=_annotations(read_only=True, idempotent=True),
+    example={},
+)
+
+INSPECT_WORKFLOW = ToolSpec(
+    name="inspect_workflow",
+    title="Inspect a workflow",
+    description=(
+        'Show a workflow before starting it. mode "preview" (default) returns its compiled '
+        'preview (name, description, version and the first step\'s prompt); mode "metadata" '
+        "returns only the identifying fields. Read-only; starting is done with start_workflow."
+    ),
+    input_schema=_object(
+        {
+            "workflowId": _WORKFLOW_ID,
+            "mode": {
+                "type": "string",
+                "enum": ["metadata", "preview"],
+                "default": "preview",
+                "description": '"preview" (default): first step included; "metadata": ids only.',
+            },
+        },
+        ["workflowId"],
+    ),
+    annotations=_annotations(read_only=True, idempotent=True),
+    example={"workflowId": "coding-task", "mode": "preview"},
+)
+
+START_WORKFLOW = ToolSpec(
+    name="start_workflow",
+    title="Start a workflow",
+    description=(
+        "Start a new run of a workflow. Returns the first pending step (title and prompt) and "
+        "three opaque tokens: stateToken (where you are), ackToken (permission to complete the "
+        "pending step once) and checkpointToken. Keep the tokens exactly as returned. Do the "
+        "step, then call continue_workflow. " + _LOOP
+    ),
+    input_schema=_object({"workflowId": _WORKFLOW_ID, "context": _CONTEXT}, ["workflowId"]),
+    annotations=_annotations(read_only=False, idempotent=False),
+    example={"workflowId": "coding-task", "context": {}},
+)
+
+CONTINUE_WORKFLOW = ToolSpec(
+    name="continue_workflow",
+    title="Continue a workflow",
+    description=(
+        "Move a workflow run forward or recover it.\n"
+        '- intent "advance": you finished the pending step. Send stateToken, ackToken and '
+        "output.notesMarkdown (what you did, decisions, files touched; steps with validation "
+        "criteria check these notes). Returns the next step and fresh tokens. If kind is "
+        '"blocked", fix your notes as the validation issues say and send nextCall again '
+        "(it carries retryAckToken). Replaying the same ackToken is safe: it returns the "
+        "recorded outcome and writes nothing.\n"
+        '- intent "rehydrate": you lost your place (new chat, rewound context). Send only the '
+        "latest stateToken (no ackToken, no output); returns the current step, a recap of "
+        "earlier notes and fresh tokens. Never writes.\n" + _LOOP
+    ),
+    input_schema=_object(
+        {
+            "intent": {
+                "type": "string",
+                "enum": ["advance", "rehydrate"],
+                "description": '"advance" to complete the pending step; "rehydrate" to recover it.',
+            },
+            "stateToken": {
+                "type": "string",
+                "minLength": 1,
+                "description": "The stateToken from the latest WorkRail response (st1…).",
+            },
+            "ackToken": {
+                "type": "string",
+                "minLength": 1,
+                "description": (
+                    "Required for advance, forbidden for rehydrate: the ackToken (ack1…) of the "
+                    "same response as stateToken, or its retryAckToken after a block."
+                ),
+            },
+            "context": _CONTEXT,
+            "output": {
+                "type": "object",
+                "description": "Advance only: what you produced for the pending step.",
+                "properties": {
+                    "notesMarkdown": {
+                        "type": "string",
+                        "minLength": 1,
+                        "description": (
+                            "Markdown notes on what you did: decisions, files, commands and "
+                            "results. Kept in the session and shown in later recaps."
+                        ),
+                    },
+                    "artifacts": {
+                        "type": "array",
+                        "items": {},
+                        "description": (
+                            "Optional structured JSON results (e.g. loop-control artifacts a "
+                            "step asks for)."
+                        ),
+                    },
+                },
+                "additionalProperties": False,
+            },
+        },
+        ["intent", "stateToken"],
+    ),
+    annotations=_annotations(read_only=False, idempotent=True),
+    example={
+        "intent": "advance",
+        "stateToken": "<stateToken from the latest response>",
+        "ackToken": "<ackToken from the same response>",
+        "output": {"notesMarkdown": "<what you did for this step>"},
+    },
+)
+
+CHECKPOINT_WORKFLOW = ToolSpec(
+    name="checkpoint_workflow",
+    title="Checkpoint a workflow",
+    description=(
+        "Record a durable checkpoint at the current step without advancing, e.g. before risky "
+        "or long work. Send the checkpointToken from the latest response. Idempotent: the same "
+        "token always returns the same checkpoint. Returns checkpointNodeId and the unchanged "
+        "stateToken; then carry on with nextCall."
+    ),
+    input_schema=_object(
+        {
+            "checkpointToken": {
+                "type": "string",
+                "minLength": 1,
+                "description": "The checkpointToken (chk1…) from the latest WorkRail response.",
+            }
+        },
+        ["checkpointToken"],
+    ),
+    annotations=_annotations(read_only=False, idempotent=True),
+    example={"checkpointToken": "<checkpointToken from the latest response>"},
+)
+
+TOOLS: tuple[ToolSpec, ...] = (
+    LIST_WORKFLOWS,
+    INSPECT_WORKFLOW,
+    START_WORKFLOW,
+    CONTINUE_WORKFLOW,
+    CHECKPOINT_WORKFLOW,
+)
+
+INSTRUCTIONS = (
+    "WorkRail walks you through a workflow one step at a time and keeps a durable record. "
+    "Use list_workflows, then start_workflow. " + _LOOP + " If you lose your place, call "
+    'continue_workflow with intent "rehydrate" and your latest stateToken. Call '
+    "checkpoint_workflow before risky work. Errors are JSON envelopes {code, message, retry, "
+    "details}; details.suggestion says what to do next."
+)

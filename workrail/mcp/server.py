@@ -1,0 +1,178 @@
+"""The MCP server: five tools over the engine, served on stdio or Streamable HTTP.
+
+Tools are registered as prebuilt SDK `Tool`s whose advertised input schema is ours and whose
+argument step passes the raw arguments through, so every failure (bad input included)
+reaches the agent as the spec's JSON error envelope rather than the SDK's prose.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from mcp.server import MCPServer
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp.types import CallToolResult, TextContent
+from returns.result import Failure, Result
+
+from workrail import __version__
+from workrail.engine.api import Engine
+from workrail.engine.errors import EngineError, error
+from workrail.mcp.schemas import (
+    CHECKPOINT_WORKFLOW,
+    CONTINUE_WORKFLOW,
+    INSPECT_WORKFLOW,
+    INSTRUCTIONS,
+    LIST_WORKFLOWS,
+    START_WORKFLOW,
+    ToolSpec,
+)
+from workrail.mcp.validation import validate_arguments
+
+log = logging.getLogger("workrail.mcp")
+
+Handler = Callable[[dict[str, Any]], Result[dict[str, Any], EngineError]]
+
+WORKFLOW_ID_PLACEHOLDER = "<workflowId>"
+
+
+class _RawArguments(FuncMetadata):
+    """Skips the SDK's argument model: validation.py judges the arguments instead."""
+
+    def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
+        return {"arguments": dict(arguments_to_validate)}
+
+
+def _text(payload: dict[str, Any]) -> list[TextContent]:
+    # 2-space indent, non-ASCII kept raw: what the reference's JSON.stringify sends.
+    return [TextContent(type="text", text=json.dumps(payload, indent=2, ensure_ascii=False))]
+
+
+def ok_result(payload: dict[str, Any]) -> CallToolResult:
+    return CallToolResult(content=_text(payload), structured_content=payload)
+
+
+def error_result(err: EngineError) -> CallToolResult:
+    envelope = err.to_envelope()
+    return CallToolResult(content=_text(envelope), structured_content=envelope, is_error=True)
+
+
+def _start_call(workflow_id: str) -> dict[str, Any]:
+    return {"tool": "start_workflow", "params": {"workflowId": workflow_id}}
+
+
+class WorkrailTools:
+    """Argument unpacking for each tool; the engine does all the deciding."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def list_workflows(self, arguments: dict[str, Any]) -> Result[dict[str, Any], EngineError]:
+        def guide(body: dict[str, Any]) -> dict[str, Any]:
+            # A placeholder id fails the workflowId pattern, so a template sent verbatim is
+            # rejected instead of starting something the agent did not choose.
+            ids = [w["workflowId"] for w in body["workflows"] if w.get("workflowHash")]
+            chosen = ids[0] if len(ids) == 1 else WORKFLOW_ID_PLACEHOLDER
+            return {**body, "nextIntent": "start_workflow", "nextCall": _start_call(chosen)}
+
+        return self.engine.list_workflows().map(guide)
+
+    def inspect_workflow(self, arguments: dict[str, Any]) -> Result[dict[str, Any], EngineError]:
+        workflow_id = arguments["workflowId"]
+        found = self.engine.inspect_workflow(workflow_id, arguments.get("mode", "preview"))
+        return found.map(
+            lambda body: {
+                **body,
+                "nextIntent": "start_workflow",
+                "nextCall": _start_call(workflow_id),
+            }
+        )
+
+    def start_workflow(self, arguments: dict[str, Any]) -> Result[dict[str, Any], EngineError]:
+        return self.engine.start_workflow(arguments["workflowId"], arguments.get("context"))
+
+    def continue_workflow(self, arguments: dict[str, Any]) -> Result[dict[str, Any], EngineError]:
+        context = arguments.get("context")
+        if arguments["intent"] == "rehydrate":
+            return self.engine.rehydrate(arguments["stateToken"], context)
+        output = arguments.get("output") or {}
+        return self.engine.advance(
+            arguments["stateToken"],
+            arguments["ackToken"],
+            notes_markdown=output.get("notesMarkdown"),
+            artifacts=output.get("artifacts"),
+            context=context,
+        )
+
+    def checkpoint_workflow(self, arguments: dict[str, Any]) -> Result[dict[str, Any], EngineError]:
+        return self.engine.checkpoint(arguments["checkpointToken"])
+
+
+async def run_tool(spec: ToolSpec, handler: Handler, arguments: dict[str, Any]) -> CallToolResult:
+    """Validate, run the (blocking, fsync'ing) engine call off the event loop, wrap."""
+    problem = validate_arguments(spec.name, arguments)
+    if problem is not None:
+        log.info("%s rejected arguments: %s", spec.name, problem.details.get("validationErrors"))
+        return error_result(problem)
+    started = time.perf_counter()
+    try:
+        outcome = await anyio.to_thread.run_sync(functools.partial(handler, arguments))
+    except Exception:
+        # The agent still gets an envelope; the traceback stays in the server log.
+        log.exception("%s failed unexpectedly", spec.name)
+        return error_result(
+            error(
+                "INTERNAL_ERROR",
+                f"{spec.name} failed unexpectedly.",
+                "Treat as invariant violation.",
+            )
+        )
+    elapsed_ms = (time.perf_counter() - started) * 1000
+    if isinstance(outcome, Failure):
+        err = outcome.failure()
+        log.info("%s -> %s in %.1f ms: %s", spec.name, err.code, elapsed_ms, err.message)
+        return error_result(err)
+    log.debug("%s ok in %.1f ms", spec.name, elapsed_ms)
+    return ok_result(outcome.unwrap())
+
+
+def _tool(spec: ToolSpec, handler: Handler) -> Tool:
+    async def call(arguments: dict[str, Any]) -> CallToolResult:
+        return await run_tool(spec, handler, arguments)
+
+    call.__name__ = spec.name
+    return Tool(
+        fn=call,
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        parameters=spec.input_schema,
+        fn_metadata=_RawArguments(arg_model=ArgModelBase),
+        is_async=True,
+        annotations=spec.annotations,
+    )
+
+
+def build_server(engine: Engine) -> MCPServer:
+    """An MCPServer exposing the five WorkRail tools over `engine`."""
+    tools = WorkrailTools(engine)
+    pairs: list[tuple[ToolSpec, Handler]] = [
+        (LIST_WORKFLOWS, tools.list_workflows),
+        (INSPECT_WORKFLOW, tools.inspect_workflow),
+        (START_WORKFLOW, tools.start_workflow),
+        (CONTINUE_WORKFLOW, tools.continue_workflow),
+        (CHECKPOINT_WORKFLOW, tools.checkpoint_workflow),
+    ]
+    return MCPServer(
+        "workrail",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        tools=[_tool(spec, handler) for spec, handler in pairs],
+    )

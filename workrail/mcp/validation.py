@@ -1,0 +1,200 @@
+"""Argument validation against the advertised schemas, producing the spec's
+VALIDATION_ERROR envelope (40 §1–2) instead of the SDK's plain validation text.
+
+The SDK would reject bad arguments itself, but only as prose the agent cannot parse; doing it
+here gives `{path, message}` per problem, the cross-field rules with the reference's exact
+wording, and a concrete fix.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from workrail.engine.errors import EngineError
+from workrail.mcp.schemas import TOOLS, ToolSpec
+
+ADVANCE_WITHOUT_ACK = (
+    'intent is "advance" but ackToken is missing. To advance to the next step, include the '
+    "ackToken from the previous start_workflow or continue_workflow response. If you don't "
+    'have an ackToken, set intent to "rehydrate" to recover the current step.'
+)
+REHYDRATE_WITH_ACK = (
+    'intent is "rehydrate" but ackToken was provided. Rehydration recovers the current step '
+    'without advancing — it does not accept ackToken. To advance, set intent to "advance". '
+    "To rehydrate, remove ackToken."
+)
+REHYDRATE_WITH_OUTPUT = (
+    'intent is "rehydrate" but output was provided. Rehydration is read-only state recovery — '
+    'it does not accept output. To submit output and advance, set intent to "advance" and '
+    "include ackToken."
+)
+
+_VALIDATORS: dict[str, Any] = {spec.name: Draft202012Validator(spec.input_schema) for spec in TOOLS}
+_SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in TOOLS}
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _path(parts: Iterable[Any]) -> str:
+    return ".".join(str(p) for p in parts)
+
+
+def _schema_at(schema: Mapping[str, Any], parts: Iterable[Any]) -> Mapping[str, Any]:
+    """The sub-schema describing the object at `parts` (for known-key suggestions)."""
+    node = schema
+    for part in parts:
+        props = node.get("properties", {})
+        if isinstance(part, str) and part in props:
+            node = props[part]
+        else:
+            return {}
+    return node
+
+
+def _issue(
+    err: ValidationError, spec: ToolSpec, suggestions: list[dict[str, Any]]
+) -> list[dict[str, str]]:
+    """Messages worded like the reference's (zod) so prompts tuned on it still read right."""
+    schema = spec.input_schema
+    where = list(err.absolute_path)
+    validator = err.validator
+    expected: Any = err.validator_value
+    instance: Any = err.instance
+    if validator == "additionalProperties":
+        known = list(_schema_at(schema, where).get("properties", {}))
+        extras = sorted(k for k in instance if k not in known)
+        for key in extras:
+            hint: dict[str, Any] = {"kind": "unknown_key", "provided": key}
+            match = _closest(key, known)
+            if match is not None:
+                hint["didYouMean"], hint["similarity"] = match
+            suggestions.append(hint)
+        keys = ", ".join(f"'{k}'" for k in extras)
+        return [{"path": _path(where), "message": f"Unrecognized key(s) in object: {keys}"}]
+    if validator == "required":
+        missing = [k for k in expected if k not in instance]
+        out = []
+        for key in missing:
+            example = spec.example.get(key, "<value>") if not where else "<value>"
+            suggestions.append(
+                {"kind": "missing_required", "param": _path([*where, key]), "example": example}
+            )
+            out.append({"path": _path([*where, key]), "message": "Required"})
+        return out
+    if validator == "type":
+        return [
+            {
+                "path": _path(where),
+                "message": f"Expected {expected}, received {_json_type(err.instance)}",
+            }
+        ]
+    if validator == "minLength":
+        return [
+            {
+                "path": _path(where),
+                "message": f"String must contain at least {err.validator_value} character(s)",
+            }
+        ]
+    if validator == "pattern":
+        return [
+            {
+                "path": _path(where),
+                "message": f"Invalid: must match {err.validator_value} "
+                "(letters, digits, '_', '-' and '.')",
+            }
+        ]
+    if validator == "enum":
+        options = " | ".join(f"'{v}'" for v in expected)
+        return [
+            {
+                "path": _path(where),
+                "message": f"Invalid enum value. Expected {options}, received '{err.instance}'",
+            }
+        ]
+    return [{"path": _path(where), "message": err.message}]
+
+
+def _closest(key: str, known: list[str]) -> tuple[str, float] | None:
+    best: tuple[str, float] | None = None
+    for candidate in known:
+        ratio = difflib.SequenceMatcher(None, key.lower(), candidate.lower()).ratio()
+        if ratio >= 0.6 and (best is None or ratio > best[1]):
+            best = (candidate, round(ratio, 2))
+    return best
+
+
+def _cross_field(arguments: Mapping[str, Any]) -> list[dict[str, str]]:
+    intent = arguments.get("intent")
+    issues = []
+    if intent == "advance" and "ackToken" not in arguments:
+        issues.append({"path": "ackToken", "message": ADVANCE_WITHOUT_ACK})
+    if intent == "rehydrate" and "ackToken" in arguments:
+        issues.append({"path": "ackToken", "message": REHYDRATE_WITH_ACK})
+    if intent == "rehydrate" and "output" in arguments:
+        issues.append({"path": "output", "message": REHYDRATE_WITH_OUTPUT})
+    return issues
+
+
+def _suggestion(issues: list[dict[str, str]], suggestions: list[dict[str, Any]]) -> str:
+    renames = [s for s in suggestions if s["kind"] == "unknown_key" and "didYouMean" in s]
+    if renames:
+        return "; ".join(f"Rename '{s['provided']}' to '{s['didYouMean']}'" for s in renames) + "."
+    unknown = [s["provided"] for s in suggestions if s["kind"] == "unknown_key"]
+    if unknown:
+        return "Remove the unrecognized field(s) " + ", ".join(f"'{k}'" for k in unknown) + "."
+    missing = [s["param"] for s in suggestions if s["kind"] == "missing_required"]
+    if missing:
+        return "Add the required field(s) " + ", ".join(f"'{k}'" for k in missing) + "."
+    if len(issues) == 1 and len(issues[0]["message"]) > 80:
+        return issues[0]["message"]
+    return "Fix the listed fields to match the tool's input schema (see correctTemplate)."
+
+
+def _template(spec: ToolSpec, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    if spec.name == "continue_workflow" and arguments.get("intent") == "rehydrate":
+        return {"intent": "rehydrate", "stateToken": "<stateToken from the latest response>"}
+    return spec.example
+
+
+def validate_arguments(tool: str, arguments: Mapping[str, Any]) -> EngineError | None:
+    """None when `arguments` satisfy the tool's schema and cross-field rules."""
+    spec = _SPECS[tool]
+    suggestions: list[dict[str, Any]] = []
+    issues: list[dict[str, str]] = []
+    errors = sorted(
+        _VALIDATORS[tool].iter_errors(dict(arguments)),
+        key=lambda e: (list(map(str, e.absolute_path)), str(e.validator)),
+    )
+    for err in errors:
+        issues.extend(_issue(err, spec, suggestions))
+    if not issues and tool == "continue_workflow":
+        issues = _cross_field(arguments)
+    if not issues:
+        return None
+    details: dict[str, Any] = {
+        "validationErrors": issues,
+        "suggestion": _suggestion(issues, suggestions),
+    }
+    if suggestions:
+        details["suggestions"] = suggestions
+    details["correctTemplate"] = _template(spec, arguments)
+    return EngineError("VALIDATION_ERROR", "Invalid input", details=details)

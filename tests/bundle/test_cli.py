@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+import argparse
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.bundle.helpers import PROBE, tree_fingerprint
+from workrail.bundle.cli_commands import add_subcommands, run_export
+from workrail.bundle.import_ import ImportResult
+from workrail.bundle.validate import validate_bytes
+
+
+def _parser(mint: Any = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="workrail")
+    add_subcommands(parser.add_subparsers(dest="command"), mint_tokens=mint)
+    return parser
+
+
+def _run(argv: list[str], data: Path, mint: Any = None) -> tuple[int, str, str]:
+    args = _parser(mint).parse_args(argv)
+    out, err = io.StringIO(), io.StringIO()
+    env = {"WORKRAIL_DATA_DIR": str(data)}
+    if args.command == "export":
+        code = run_export(args, out, err, env=env)
+    else:
+        code = args.handler(args, out, env=env)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_export_to_file_then_import_with_token_hook(
+    reference_data: Path, data_dir: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "probe.bundle.json"
+    code, out, _ = _run(["export", PROBE, "-o", str(target), "--json"], reference_data)
+    assert code == 0
+    summary = json.loads(out)
+    assert summary["ok"] and summary["complete"] and summary["sessionId"] == PROBE
+    assert validate_bytes(target.read_bytes()).unwrap()
+
+    seen: list[ImportResult] = []
+
+    def mint(result: ImportResult) -> dict[str, Any]:
+        seen.append(result)
+        return {r.run_id: {"stateToken": f"st1-for-{r.preferred_tip_node_id}"} for r in result.runs}
+
+    code, out, _ = _run(["import", str(target), "--json"], data_dir, mint)
+    assert code == 0
+    payload = json.loads(out)
+    assert payload["sessionId"] == PROBE and payload["renamed"] is False
+    run = payload["runs"][0]
+    assert payload["tokens"][run["runId"]]["stateToken"].endswith(run["preferredTipNodeId"])
+    assert seen and seen[0].session_id == PROBE
+
+    code, out, _ = _run(["import", str(target)], data_dir)  # again: a collision
+    assert code == 0
+    assert "renamed from " + PROBE in out and "continue at node" in out
+
+
+def test_export_to_stdout_puts_the_summary_on_stderr(reference_data: Path) -> None:
+    code, out, err = _run(["export", PROBE], reference_data)
+    assert code == 0
+    assert validate_bytes(out.encode()).unwrap().bundle.session.sessionId == PROBE
+    assert f"Exported {PROBE} to stdout" in err
+
+
+def test_errors_are_reported_with_code_and_exit_1(
+    reference_data: Path, data_dir: Path, tmp_path: Path
+) -> None:
+    code, _, err = _run(["export", "sess_aaaaaaaaaaaaaaaaaaaaaaaaaa"], reference_data)
+    assert code == 1 and err.startswith("EXPORT_BUILD_FAILED")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"bundleSchemaVersion": 7}')
+    before = tree_fingerprint(data_dir)
+    code, out, _ = _run(["import", str(bad), "--json"], data_dir)
+    assert code == 1
+    error = json.loads(out)["error"]
+    assert error["code"] == "BUNDLE_UNSUPPORTED_VERSION" and error["path"] == "bundleSchemaVersion"
+    code, out, _ = _run(["import", str(tmp_path / "absent.json")], data_dir)
+    assert code == 1 and out.startswith("IMPORT_READ_FAILED")
+    assert tree_fingerprint(data_dir) == before
+
+
+def test_salvage_export_is_announced(reference_data: Path, tmp_path: Path) -> None:
+    segment = max((reference_data / "sessions" / PROBE / "events").iterdir())
+    segment.write_bytes(segment.read_bytes().replace(b'"v":1', b'"v":2', 1))
+    code, out, _ = _run(["export", PROBE, "-o", str(tmp_path / "b.json")], reference_data)
+    assert code == 0
+    assert "WARNING" in out and "validated prefix" in out
+    code, out, _ = _run(["export", PROBE, "-o", str(tmp_path / "b.json"), "--json"], reference_data)
+    assert json.loads(out)["complete"] is False

@@ -1,0 +1,208 @@
+"""`workrail export` and `workrail import`: thin handlers over `export_session` and
+`import_bundle`.
+
+The lead wires `add_subcommands` into `workrail/cli.py`; each parser stores its handler
+as `args.handler`, which returns the exit code (0 ok, 1 refused/failed, 2 usage). The data
+directory is `$WORKRAIL_DATA_DIR` (default `~/.workrail/data`). Tokens are minted by the
+engine, not here: pass `mint_tokens` to have the import print fresh tokens per run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, TextIO
+
+from returns.result import Failure
+
+from workrail import __version__
+from workrail.bundle.errors import BundleError
+from workrail.bundle.export import bundle_bytes, export_session, new_bundle_id, utc_now
+from workrail.bundle.import_ import ImportResult, import_bundle, read_bundle_file
+from workrail.store.local.backend import LocalBackend
+from workrail.store.local.layout import default_data_dir
+
+MintTokens = Callable[[ImportResult], dict[str, Any]]
+"""Hook for the engine: given an import result, return JSON-able fresh tokens (e.g.
+`{runId: {stateToken, ackToken, checkpointToken}}` for each run's preferred tip)."""
+
+
+def add_subcommands(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    *,
+    mint_tokens: MintTokens | None = None,
+) -> None:
+    """Register `export` and `import` on the main parser's subparsers."""
+    export = subparsers.add_parser(
+        "export",
+        help="export a session as a bundle",
+        description="Write one session's durable truth as a JSON bundle (no tokens).",
+    )
+    export.add_argument("session_id", metavar="SESSION")
+    export.add_argument(
+        "-o", "--output", metavar="FILE", help="write the bundle here (default: stdout)"
+    )
+    export.add_argument("--json", action="store_true", help="machine-readable summary")
+    export.set_defaults(handler=run_export)
+
+    imp = subparsers.add_parser(
+        "import",
+        help="import a session bundle",
+        description="Validate a bundle completely, then store it as a new session.",
+    )
+    imp.add_argument("file", metavar="FILE", help="bundle file, or - for stdin")
+    imp.add_argument("--json", action="store_true", help="machine-readable output")
+    imp.set_defaults(handler=functools.partial(run_import, mint_tokens=mint_tokens))
+
+
+def _backend(env: Mapping[str, str] | None) -> LocalBackend:
+    return LocalBackend.open(default_data_dir(None if env is None else dict(env)))
+
+
+def run_export(
+    args: argparse.Namespace,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    env: Mapping[str, str] | None = None,
+) -> int:
+    """Bundle to `-o FILE` (summary on stdout) or to stdout (summary on stderr)."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    result = export_session(
+        _backend(env),
+        args.session_id,
+        bundle_id=new_bundle_id(),
+        exported_at=utc_now(),
+        app_version=__version__,
+    )
+    summary_to = out if args.output else err
+    if isinstance(result, Failure):
+        return _report_error(result.failure(), args.json, summary_to)
+    bundle = result.unwrap()
+    data = bundle_bytes(bundle)
+    if args.output:
+        try:
+            _write_atomically(Path(args.output), data)
+        except OSError as exc:
+            error = BundleError(
+                "EXPORT_BUILD_FAILED",
+                f"Cannot write {args.output}: {exc.strerror or exc}",
+                args.output,
+            )
+            return _report_error(error, args.json, summary_to)
+    else:
+        out.write(data.decode("utf-8") + "\n")
+        out.flush()
+    salvage = bundle.salvage
+    if args.json:
+        payload: dict[str, Any] = {
+            "ok": True,
+            "sessionId": bundle.session.sessionId,
+            "bundleId": bundle.bundleId,
+            "output": args.output,
+            "bytes": len(data),
+            "eventCount": len(bundle.session.events),
+            "snapshotCount": len(bundle.session.snapshots),
+            "pinnedWorkflowCount": len(bundle.session.pinnedWorkflows),
+            "complete": salvage is None,
+        }
+        if salvage is not None:
+            payload["salvage"] = salvage.to_json()
+        summary_to.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+    else:
+        where = args.output or "stdout"
+        summary_to.write(
+            f"Exported {bundle.session.sessionId} to {where}: {len(bundle.session.events)} "
+            f"events, {len(bundle.session.snapshots)} snapshots, "
+            f"{len(bundle.session.pinnedWorkflows)} pinned workflows ({len(data)} bytes).\n"
+        )
+        if salvage is not None:
+            summary_to.write(
+                "WARNING: the session is corrupt after this point "
+                f"({salvage.reason.code}: {salvage.reason.message}); only its validated prefix "
+                "was exported, and the bundle is marked as a salvage export.\n"
+            )
+    return 0
+
+
+def run_import(
+    args: argparse.Namespace,
+    out: TextIO | None = None,
+    *,
+    mint_tokens: MintTokens | None = None,
+    env: Mapping[str, str] | None = None,
+    stdin: Any = None,
+) -> int:
+    """Print where each run continues (and fresh tokens when `mint_tokens` is given)."""
+    out = out or sys.stdout
+    source = (stdin or sys.stdin.buffer) if args.file == "-" else Path(args.file)
+    raw = read_bundle_file(source)
+    if isinstance(raw, Failure):
+        return _report_error(raw.failure(), args.json, out)
+    result = import_bundle(_backend(env), raw.unwrap())
+    if isinstance(result, Failure):
+        return _report_error(result.failure(), args.json, out)
+    imported = result.unwrap()
+    tokens = mint_tokens(imported) if mint_tokens is not None else None
+    if args.json:
+        payload: dict[str, Any] = {"ok": True, **imported.to_json()}
+        if tokens is not None:
+            payload["tokens"] = tokens
+        out.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+        return 0
+    how = (
+        f" (renamed from {imported.original_session_id}: that id already exists here)"
+        if imported.renamed
+        else ""
+    )
+    out.write(
+        f"Imported session {imported.session_id}{how}: {imported.event_count} events, "
+        f"{imported.snapshot_count} snapshots, {imported.pinned_workflow_count} pinned "
+        "workflows.\n"
+    )
+    if imported.salvage is not None:
+        out.write(
+            "NOTE: the bundle is a salvage export; it holds only the validated prefix of a "
+            "damaged session.\n"
+        )
+    for run in imported.runs:
+        out.write(
+            f"  run {run.run_id}: continue at node {run.preferred_tip_node_id} "
+            f"(workflow {run.workflow_hash})\n"
+        )
+    if tokens is not None:
+        out.write(json.dumps(tokens, indent=2, ensure_ascii=False) + "\n")
+    return 0
+
+
+def _report_error(error: BundleError, as_json: bool, to: TextIO) -> int:
+    if as_json:
+        to.write(json.dumps({"ok": False, "error": error.to_json()}, indent=2) + "\n")
+    else:
+        where = f" at {error.path}" if error.path else ""
+        to.write(f"{error.code}{where}: {error.message}\n")
+    return 1
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    """A half-written bundle would fail integrity anyway; this keeps the old file intact."""
+    directory = path.parent if str(path.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise

@@ -3,6 +3,8 @@ sources). The only place that chooses concrete backends."""
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,15 +34,46 @@ def _entry(wf: LoadedWorkflow) -> CatalogEntry:
     )
 
 
+SourcesFingerprint = tuple[tuple[str, tuple[tuple[str, int, int], ...]], ...]
+
+
+def sources_fingerprint(config: DiscoveryConfig) -> SourcesFingerprint:
+    """(name, size, mtime) of every candidate file in every source directory: one stat per
+    file, so a catalog can be reused until a workflow file is added, removed or edited."""
+    result = []
+    for source in config.sources():
+        files: list[tuple[str, int, int]] = []
+        try:
+            with os.scandir(source.directory) as entries:
+                for entry in entries:
+                    if entry.name.endswith(".json"):
+                        st = entry.stat()
+                        files.append((entry.name, st.st_size, st.st_mtime_ns))
+        except OSError:
+            pass
+        result.append((str(source.directory), tuple(sorted(files))))
+    return tuple(result)
+
+
 class DiscoveredCatalog:
-    """Workflow sources re-scanned on every lookup, so new or edited files are picked up
-    without a restart (runs already started use their pinned copy)."""
+    """Workflow sources, re-validated only when their files change, so new or edited
+    files are picked up without a restart at the cost of a few stats per lookup (runs
+    already started use their pinned copy)."""
 
     def __init__(self, config: DiscoveryConfig | None = None) -> None:
-        self._config = config
+        self._config = config or DiscoveryConfig.from_environment()
+        self._cached: tuple[SourcesFingerprint, Catalog] | None = None
+        self._mutex = threading.Lock()
 
     def catalog(self) -> Catalog:
-        return discover(self._config)
+        fingerprint = sources_fingerprint(self._config)
+        with self._mutex:
+            if self._cached is not None and self._cached[0] == fingerprint:
+                return self._cached[1]
+        catalog = discover(self._config)
+        with self._mutex:
+            self._cached = (fingerprint, catalog)
+        return catalog
 
     def entries(self) -> Sequence[CatalogEntry]:
         catalog = self.catalog()

@@ -7,6 +7,8 @@ reference's read-time invariants so a malformed snapshot is rejected on load.
 
 from __future__ import annotations
 
+import functools
+
 from collections.abc import Iterable, Sequence
 from typing import Annotated, Any, Final, Literal
 
@@ -34,18 +36,32 @@ _RANK_ALPHABET: Final = "_-:@/0123456789abcdefghijklmnopqrstuvwxyz"
 _RANK: Final = {ch: i for i, ch in enumerate(_RANK_ALPHABET)}
 
 
+@functools.lru_cache(maxsize=65536)
 def collation_key(text: str) -> tuple[int, ...]:
     """Sort key for StepInstanceKeys; a proper prefix sorts first (tuple comparison).
 
     Characters outside the key alphabet cannot occur in valid keys; they sort after it by
-    code point so the order stays total.
+    code point so the order stays total. Cached: every advance re-sorts the same keys.
     """
     return tuple(_RANK.get(ch, len(_RANK_ALPHABET) + ord(ch)) for ch in text)
 
 
+def is_collated(values: Sequence[str]) -> bool:
+    """True when `values` are unique and in collation order (one linear pass)."""
+    keys = [collation_key(v) for v in values]
+    return all(a < b for a, b in zip(keys, keys[1:], strict=False))
+
+
 def sort_completed(values: Iterable[str]) -> list[str]:
-    """Unique keys in the reference's collation order, as `completed.values` must be."""
-    return sorted(set(values), key=collation_key)
+    """Unique keys in the reference's collation order, as `completed.values` must be.
+
+    Snapshots are rebuilt from already-collated sets on every advance, so the sorted case
+    is checked first in linear time.
+    """
+    items = list(values)
+    if is_collated(items):
+        return items
+    return sorted(set(items), key=collation_key)
 
 
 class _Wire(BaseModel):
@@ -101,7 +117,7 @@ class CompletedSet(_Wire):
     @field_validator("values")
     @classmethod
     def _sorted_unique(cls, values: list[str]) -> list[str]:
-        if values != sort_completed(values):
+        if not is_collated(values):
             raise ValueError("completed.values must be unique and sorted by key collation")
         return values
 

@@ -199,8 +199,23 @@ def test_reference_session_accepts_a_python_append(reference_data: Path) -> None
     assert _fresh(reference_data).health(sid).kind == "healthy"
 
 
-def test_lock_file_does_not_block_after_writer_exits(data_dir: Path) -> None:
+def test_no_lock_file_is_left_after_a_write(data_dir: Path) -> None:
+    chain, sdir = _grown(data_dir, 1)
+    assert not (sdir / ".lock").exists()
+
+
+def test_an_empty_stale_lock_file_does_not_block(data_dir: Path) -> None:
     chain, sdir = _grown(data_dir, 0)
-    assert (sdir / ".lock").exists() or True  # presence means nothing with flock
+    (sdir / ".lock").write_bytes(b"")  # what a crashed writer of ours may leave
     assert not append(_fresh(data_dir), chain.sess, chain.advance()).unwrap().deduplicated
     assert os.stat(sdir / "manifest.jsonl").st_size > 0
+
+
+def test_a_reference_owner_record_means_the_session_is_busy(data_dir: Path) -> None:
+    chain, sdir = _grown(data_dir, 0)
+    owner = b'{"v":1,"sessionId":"%s","pid":1,"startedAtMs":1}' % chain.sess.encode()
+    (sdir / ".lock").write_bytes(owner)
+    result = append(_fresh(data_dir), chain.sess, chain.advance())
+    assert result.failure().code == "SESSION_LOCKED"
+    assert result.failure().retryable
+    assert (sdir / ".lock").read_bytes() == owner  # never broken by us

@@ -5,8 +5,14 @@ error value, never a hang.
 
 The OS lock is `flock` (via `filelock`), held by the kernel and released when the process
 dies, so a crashed writer can never leave a session locked forever (the reference's
-exclusive-create `.lock` file can). The lock file itself may stay on disk; its presence
-means nothing.
+exclusive-create `.lock` file can).
+
+Sharing a data directory with the reference implementation: the reference takes a session
+by creating `.lock` exclusively and writing an owner record into it, and treats any
+existing `.lock` as held. So we remove `.lock` before releasing our flock (filelock copes
+with a peer unlinking the path), and a `.lock` that is not empty is the reference's owner
+record: the session is busy. A `.lock` left empty by a crashed WorkRail for Python means
+nothing to us (the kernel already dropped its flock).
 """
 
 from __future__ import annotations
@@ -47,13 +53,28 @@ class WriterLock:
         except OSError as exc:
             self._guard.release()
             return StoreError("SESSION_STORE_IO_ERROR", f"cannot take the session lock: {exc}")
+        if self._foreign_owner():
+            file_lock.release()
+            self._guard.release()
+            return StoreError(
+                "SESSION_LOCKED", "another WorkRail implementation holds the session (.lock)"
+            )
         self._file_lock = file_lock
         self._owner = me
         return None
 
+    def _foreign_owner(self) -> bool:
+        try:
+            return (self._session_dir / ".lock").stat().st_size > 0
+        except FileNotFoundError:
+            return False
+
     def release(self) -> None:
         try:
             if self._file_lock is not None:
+                # Unlink while still holding the flock, so the path never names a lock
+                # that someone else holds.
+                (self._session_dir / ".lock").unlink(missing_ok=True)
                 self._file_lock.release()
         finally:
             self._file_lock = None

@@ -274,3 +274,63 @@ def test_inspect_preview_hash(engine: Engine) -> None:
         "sourceKind": "v1_preview",
         "workflowId": "probe-flow",
     }
+
+
+def _loop_control(decision: str) -> dict:
+    return {"kind": "wr.loop_control", "loopId": "review-loop", "decision": decision}
+
+
+def test_artifact_driven_loop_runs_until_stop(engine: Engine, data_dir: Path) -> None:
+    r = ok(engine.start_workflow("loopctl-flow"))
+    prep = ok(
+        engine.advance(
+            r["stateToken"],
+            r["ackToken"],
+            notes_markdown="ready",
+            artifacts=[_loop_control("continue")],
+        )
+    )
+    assert prep["pending"]["stepId"] == "review"
+    first = ok(
+        engine.advance(
+            prep["stateToken"],
+            prep["ackToken"],
+            notes_markdown="again",
+            artifacts=[_loop_control("continue")],
+        )
+    )
+    assert first["pending"]["stepId"] == "review"
+    stop = ok(
+        engine.advance(
+            first["stateToken"],
+            first["ackToken"],
+            notes_markdown="enough",
+            artifacts=[_loop_control("stop")],
+        )
+    )
+    assert stop["pending"]["stepId"] == "done"
+    artifacts = [
+        e
+        for e in _events(data_dir, _sid(engine, r["stateToken"]))
+        if getattr(e.data, "outputChannel", None) == "artifact"
+    ]
+    assert [a.data.payload.content["decision"] for a in artifacts] == [
+        "continue",
+        "continue",
+        "stop",
+    ]
+
+
+def test_loop_step_without_its_contract_artifact_is_blocked(engine: Engine) -> None:
+    r = ok(engine.start_workflow("loopctl-flow"))
+    prep = ok(
+        engine.advance(
+            r["stateToken"],
+            r["ackToken"],
+            notes_markdown="ready",
+            artifacts=[_loop_control("continue")],
+        )
+    )
+    blocked = ok(engine.advance(prep["stateToken"], prep["ackToken"], notes_markdown="no artifact"))
+    assert blocked["kind"] == "blocked"
+    assert blocked["blockers"]["blockers"][0]["code"] == "MISSING_REQUIRED_OUTPUT"

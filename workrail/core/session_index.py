@@ -24,6 +24,8 @@ from workrail.core.events import (
     RunStarted,
 )
 
+LOOP_CONTROL_KIND = "wr.loop_control"
+
 
 class ProjectionError(ValueError):
     """The event log is well-formed line by line but its DAG is inconsistent."""
@@ -60,8 +62,9 @@ class SessionIndex:
     last_activity: dict[str, int] = field(default_factory=dict)
     # the advance that created each node (keyed by the new node id)
     advance_into: dict[str, AdvanceRecorded] = field(default_factory=dict)
-    # inline content of every artifact output, in event order (loop-control history)
-    artifact_contents: list[Any] = field(default_factory=list)
+    # inline content of every loop-control artifact output, in event order: the only
+    # artifacts the interpreter reads back, kept apart so an advance never scans them all
+    loop_control_artifacts: list[Any] = field(default_factory=list)
 
     def apply(self, event: DomainEvent) -> None:
         """Fold one event (the next by eventIndex) into the index."""
@@ -83,9 +86,10 @@ class SessionIndex:
                 payload = event.data.payload
                 if (
                     isinstance(payload, ArtifactRefPayload)
-                    and "content" in payload.model_fields_set
+                    and isinstance(payload.content, dict)
+                    and payload.content.get("kind") == LOOP_CONTROL_KIND
                 ):
-                    self.artifact_contents.append(payload.content)
+                    self.loop_control_artifacts.append(payload.content)
             elif isinstance(event, AdvanceRecorded):
                 outcome = event.data.outcome
                 if outcome.kind == "advanced":

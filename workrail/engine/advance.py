@@ -167,7 +167,7 @@ def _plan(
         context=merged,
         notes_markdown=output.notes_markdown,
         artifacts=output.artifacts,
-        artifact_history=tuple(log.index.artifact_contents),
+        artifact_history=log.index.loop_control_artifacts,
     )
     decided = decide_advance(compiled.unwrap(), snapshot, request)
     if isinstance(decided, Failure):

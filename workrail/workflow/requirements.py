@@ -9,11 +9,11 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from workrail.core.session_index import LOOP_CONTROL_KIND
 from workrail.workflow.definition import LOOP_CONTROL_CONTRACT, StandardStep
 from workrail.workflow.outcomes import ValidationResult
 
 VALIDATION_CRITERIA_REF: Final = "wr.validationCriteria"
-LOOP_CONTROL_KIND: Final = "wr.loop_control"
 CONTRACT_SUGGESTION: Final = "Provide a valid artifact matching the contract schema"
 
 

@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import REFERENCE
 from tests.engine.conftest import make_engine
 from workrail.cli import apply_config, build_parser, main
+from workrail.core.canonical import canonical_bytes
 
 
 @pytest.fixture(autouse=True)
@@ -45,7 +47,7 @@ def test_all_commands_are_wired() -> None:
     sub = next(a for a in parser._actions if a.dest == "command")
     names = set(sub.choices)  # type: ignore[arg-type]
     assert {"mcp", "demo", "validate", "workflows", "sessions", "keys"} <= names
-    assert {"export", "import", "fence"} <= names
+    assert {"export", "import", "fence", "checkpoint", "serve"} <= names
 
 
 def test_flags_become_environment(tmp_path: Path) -> None:
@@ -119,3 +121,129 @@ def test_keys_rotate_keeps_old_tokens_valid(
     assert (data_dir / "keys" / "keyring.json").read_bytes() != before
     # A restarted engine (new keyring) still accepts the token signed by the previous key.
     assert make_engine(data_dir).rehydrate(r["stateToken"]).unwrap()["pending"]["stepId"] == "plan"
+
+
+# --- checkpoint records -----------------------------------------------------------------
+
+
+@pytest.fixture
+def reference_workflows(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Flags that make the CLI's discovered catalog the reference workflows only."""
+    monkeypatch.setenv("WORKFLOW_INCLUDE_USER", "false")
+    monkeypatch.setenv("WORKFLOW_INCLUDE_PROJECT", "false")
+    return ["--workflows", str(REFERENCE / "workflows")]
+
+
+def _at_build(data_dir: Path) -> dict[str, Any]:
+    engine = make_engine(data_dir)
+    r = engine.start_workflow("probe-flow", {"ticket": "T-1"}).unwrap()
+    at_build: dict[str, Any] = engine.advance(
+        r["stateToken"], r["ackToken"], notes_markdown="plan"
+    ).unwrap()
+    return at_build
+
+
+def test_checkpoint_export_and_resume(
+    data_dir: Path,
+    tmp_path: Path,
+    reference_workflows: list[str],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    at_build = _at_build(data_dir)
+    flags = ["--data-dir", str(data_dir), *reference_workflows]
+    assert main([*flags, "checkpoint", "export", at_build["checkpointToken"]]) == 0
+    record = _json(capsys)
+    assert record["completed"] == ["plan"] and "T-1" not in json.dumps(record)
+
+    out = tmp_path / "record.json"
+    args = ["checkpoint", "export", at_build["checkpointToken"], "-o", str(out), "--json"]
+    assert main([*flags, *args]) == 0
+    assert _json(capsys)["record"] == record
+    assert out.read_bytes() == canonical_bytes(record)
+
+    context = tmp_path / "context.json"
+    context.write_text('{"ticket": "T-1"}')
+    elsewhere = ["--data-dir", str(tmp_path / "elsewhere"), *reference_workflows]
+    resume = ["checkpoint", "resume", str(out), "--context", str(context), "--json"]
+    assert main([*elsewhere, *resume]) == 0
+    resumed = _json(capsys)
+    assert resumed["pending"] == at_build["pending"]
+    assert {"stateToken", "ackToken", "checkpointToken"} <= set(resumed)
+
+    assert main([*elsewhere, "checkpoint", "resume", str(out), "--context", str(context)]) == 0
+    assert "build" in capsys.readouterr().out
+
+
+def test_checkpoint_resume_mismatches_exit_2(
+    data_dir: Path,
+    tmp_path: Path,
+    reference_workflows: list[str],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    at_build = _at_build(data_dir)
+    flags = ["--data-dir", str(data_dir), *reference_workflows]
+    out = tmp_path / "record.json"
+    assert main([*flags, "checkpoint", "export", at_build["checkpointToken"], "-o", str(out)]) == 0
+    capsys.readouterr()
+
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text('{"ticket": "T-2"}')
+    resume = ["checkpoint", "resume", str(out), "--context", str(wrong), "--json"]
+    assert main([*flags, *resume]) == 2
+    assert _json(capsys)["error"]["code"] == "CHECKPOINT_CONTEXT_MISMATCH"
+
+    changed = tmp_path / "changed.json"
+    record = json.loads(out.read_text())
+    changed.write_bytes(canonical_bytes({**record, "workflowHash": "sha256:" + "0" * 64}))
+    right = tmp_path / "right.json"
+    right.write_text('{"ticket": "T-1"}')
+    assert main([*flags, "checkpoint", "resume", str(changed), "--context", str(right)]) == 2
+    err = capsys.readouterr().err
+    assert "CHECKPOINT_PLAN_MISMATCH" in err and "exact workflow version" in err
+
+    assert main([*flags, "checkpoint", "resume", str(tmp_path / "missing.json"), "--json"]) == 2
+    assert _json(capsys)["error"]["code"] == "VALIDATION_ERROR"
+
+
+def test_checkpoint_export_rejects_a_bad_token(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--data-dir", str(data_dir), "checkpoint", "export", "chk1.nope", "--json"]) == 2
+    assert _json(capsys)["error"]["code"].startswith("TOKEN_")
+
+
+# --- import tokens and damaged sessions --------------------------------------------------
+
+
+def test_import_prints_fresh_tokens(
+    data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sid = _walk(data_dir)
+    bundle = tmp_path / "bundle.json"
+    assert main(["--data-dir", str(data_dir), "export", sid, "-o", str(bundle)]) == 0
+    capsys.readouterr()
+    assert main(["--data-dir", str(tmp_path / "new"), "import", str(bundle), "--json"]) == 0
+    tokens = _json(capsys)["tokens"]
+    assert tokens["sessionId"] == sid and tokens["renamed"] is False
+    (run,) = tokens["runs"]
+    assert run["pending"]["stepId"] == "verify"
+    engine = make_engine(tmp_path / "new")
+    advanced = engine.advance(run["stateToken"], run["ackToken"], notes_markdown="ok").unwrap()
+    assert advanced["isComplete"] is True
+
+
+def test_sessions_show_corrupt_tail_renders_its_prefix(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sid = _walk(data_dir)
+    segment = max((data_dir / "sessions" / sid / "events").iterdir())
+    raw = bytearray(segment.read_bytes())
+    raw[10] ^= 0x01
+    segment.write_bytes(bytes(raw))
+    assert main(["--data-dir", str(data_dir), "sessions", "--json"]) == 0
+    (row,) = _json(capsys)["sessions"]
+    assert row["status"] == "corrupt_tail"
+    assert main(["--data-dir", str(data_dir), "sessions", "show", sid]) == 1
+    out = capsys.readouterr().out
+    assert "refuses to advance or checkpoint, but can still be read" in out
+    assert "corrupt_tail" in out and "plan" in out

@@ -12,23 +12,31 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from returns.result import Success
+from returns.result import Failure
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
 from workrail import __version__
-from workrail.core.events import NodeCreated
-from workrail.core.session_index import SessionIndex
-from workrail.core.snapshot import BlockedState, CompleteState, RunningState, parse_snapshot
+from workrail.engine.sessions_view import (
+    UNHEALTHY_BANNER,
+    NodeView,
+    RunView,
+    SessionView,
+    list_sessions,
+    load_session,
+    mtime_activity,
+)
 from workrail.store.local.backend import LocalBackend
 from workrail.store.local.layout import DATA_DIR_ENV, default_data_dir
-from workrail.store.ports import SessionLog
+
+if TYPE_CHECKING:
+    from workrail.bundle.import_ import ImportResult
+    from workrail.engine.api import Engine
 
 WORKFLOW_PATH_ENV = "WORKFLOW_STORAGE_PATH"
 
@@ -75,13 +83,30 @@ def _add_config_flags(parser: argparse.ArgumentParser, *, top_level: bool) -> No
 def run_mcp(args: argparse.Namespace) -> int:
     """Serve MCP; stdio unless --http. Nothing but protocol is written to stdout."""
     from workrail.app import AppConfig, build_engine
-    from workrail.mcp.transport import configure_logging, serve_http, serve_stdio
+    from workrail.mcp.transport import configure_logging, open_fence, serve_http, serve_stdio
 
     configure_logging(args.log_level, Path(args.log_file) if args.log_file else None)
-    engine = build_engine(AppConfig.from_environment())
-    if args.http:
-        return serve_http(engine, args.host, args.port)
-    return serve_stdio(engine)
+    config = AppConfig.from_environment()
+    engine = build_engine(config)
+    fence = open_fence(config.data_dir, os.environ)
+    try:
+        if args.http:
+            return serve_http(engine, args.host, args.port, fence)
+        return serve_stdio(engine, fence)
+    finally:
+        if fence is not None:
+            fence.close()
+
+
+def _add_log_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--log-level",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
+        type=str.upper,
+        default=None,
+        help="log level (default $WORKRAIL_LOG_LEVEL or WARNING)",
+    )
+    parser.add_argument("--log-file", metavar="FILE", default=None, help="log here, not stderr")
 
 
 def _add_mcp(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -93,16 +118,42 @@ def _add_mcp(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     mcp.add_argument("--http", action="store_true", help="serve Streamable HTTP at /mcp")
     mcp.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default loopback)")
     mcp.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
-    mcp.add_argument(
-        "--log-level",
-        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
-        type=str.upper,
-        default=None,
-        help="log level (default $WORKRAIL_LOG_LEVEL or WARNING)",
-    )
-    mcp.add_argument("--log-file", metavar="FILE", default=None, help="log here, not stderr")
+    _add_log_flags(mcp)
     _add_config_flags(mcp, top_level=False)
     mcp.set_defaults(handler=run_mcp)
+
+
+# --- serve ------------------------------------------------------------------------------
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """MCP at /mcp and the fence's HTTP routes, on one loopback port."""
+    from workrail.app import AppConfig, build_engine
+    from workrail.mcp.transport import configure_logging, open_fence, serve_http
+
+    configure_logging(args.log_level, Path(args.log_file) if args.log_file else None)
+    config = AppConfig.from_environment()
+    engine = build_engine(config)
+    fence = open_fence(config.data_dir, os.environ)
+    try:
+        return serve_http(engine, args.host, args.port, fence, fence_http=True)
+    finally:
+        if fence is not None:
+            fence.close()
+
+
+def _add_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    serve = subparsers.add_parser(
+        "serve",
+        help="serve MCP (Streamable HTTP) and the effect checkpoint HTTP API on one port",
+        description="One HTTP server: the MCP endpoint at /mcp and GET/POST "
+        "/v1/tools/workflow-checkpoint. Binds to loopback unless --host says otherwise.",
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="bind address (default loopback)")
+    serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    _add_log_flags(serve)
+    _add_config_flags(serve, top_level=False)
+    serve.set_defaults(handler=run_serve)
 
 
 # --- demo -------------------------------------------------------------------------------
@@ -129,198 +180,6 @@ def _add_demo(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -
 # --- sessions ---------------------------------------------------------------------------
 
 
-@dataclass
-class NodeView:
-    node_id: str
-    kind: str
-    parent: str | None
-    edge_kind: str | None
-    snapshot_ref: str
-    state: str = "unknown"
-    step_id: str | None = None
-    notes: list[str] = field(default_factory=list)
-    artifacts: int = 0
-    children: list[str] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "nodeId": self.node_id,
-            "nodeKind": self.kind,
-            "parentNodeId": self.parent,
-            "edgeKind": self.edge_kind,
-            "state": self.state,
-            "pendingStepId": self.step_id,
-            "notes": self.notes,
-            "artifacts": self.artifacts,
-            "children": self.children,
-        }
-
-
-@dataclass
-class RunView:
-    run_id: str
-    workflow_id: str
-    workflow_hash: str
-    nodes: dict[str, NodeView]
-    tips: list[str]
-    preferred_tip: str | None
-
-    @property
-    def roots(self) -> list[str]:
-        return [n.node_id for n in self.nodes.values() if n.parent is None]
-
-    @property
-    def status(self) -> str:
-        tip = self.nodes.get(self.preferred_tip or "")
-        return "empty" if tip is None else tip.state
-
-    def to_json(self) -> dict[str, Any]:
-        edges = [
-            {"fromNodeId": n.parent, "toNodeId": n.node_id, "edgeKind": n.edge_kind}
-            for n in self.nodes.values()
-            if n.parent is not None
-        ]
-        return {
-            "runId": self.run_id,
-            "workflowId": self.workflow_id,
-            "workflowHash": self.workflow_hash,
-            "status": self.status,
-            "tips": self.tips,
-            "preferredTip": self.preferred_tip,
-            "nodes": [n.to_json() for n in self.nodes.values()],
-            "edges": edges,
-        }
-
-
-@dataclass
-class SessionView:
-    session_id: str
-    health: dict[str, Any]
-    event_count: int
-    last_activity: str | None
-    runs: list[RunView]
-
-    @property
-    def workflow_id(self) -> str:
-        return self.runs[0].workflow_id if self.runs else "-"
-
-    @property
-    def status(self) -> str:
-        if self.health.get("kind") != "healthy":
-            return str(self.health.get("kind"))
-        return self.runs[0].status if self.runs else "empty"
-
-    def summary_json(self) -> dict[str, Any]:
-        return {
-            "sessionId": self.session_id,
-            "workflowId": self.workflow_id,
-            "status": self.status,
-            "health": self.health,
-            "events": self.event_count,
-            "runs": len(self.runs),
-            "lastActivity": self.last_activity,
-        }
-
-    def to_json(self) -> dict[str, Any]:
-        return {**self.summary_json(), "runs": [r.to_json() for r in self.runs]}
-
-
-def _project(log: SessionLog) -> tuple[int, list[RunView]]:
-    """Copy what the views need while the store guarantees a consistent index."""
-    index: SessionIndex = log.index
-    runs = []
-    for run_id, info in index.runs.items():
-        nodes: dict[str, NodeView] = {}
-        for node_id in info.node_ids:
-            created: NodeCreated = index.nodes[node_id]
-            nodes[node_id] = NodeView(
-                node_id=node_id,
-                kind=created.data.nodeKind,
-                parent=created.data.parentNodeId,
-                edge_kind=None,
-                snapshot_ref=created.data.snapshotRef,
-            )
-        for node_id in info.node_ids:
-            for edge in index.edges_from.get(node_id, ()):
-                nodes[node_id].children.append(edge.data.toNodeId)
-                child = nodes.get(edge.data.toNodeId)
-                if child is not None:
-                    child.edge_kind = edge.data.edgeKind
-            for output in index.outputs.get(node_id, ()):
-                payload = output.data.payload
-                if payload.payloadKind == "notes":
-                    nodes[node_id].notes.append(payload.notesMarkdown)
-                else:
-                    nodes[node_id].artifacts += 1
-        started = info.started.data
-        runs.append(
-            RunView(
-                run_id=run_id,
-                workflow_id=started.workflowId,
-                workflow_hash=started.workflowHash,
-                nodes=nodes,
-                tips=index.tips(run_id),
-                preferred_tip=index.preferred_tip(run_id),
-            )
-        )
-    return log.count, runs
-
-
-def _fill_states(backend: LocalBackend, runs: list[RunView]) -> None:
-    cache: dict[str, tuple[str, str | None]] = {}
-    for run in runs:
-        for node in run.nodes.values():
-            if node.snapshot_ref not in cache:
-                cache[node.snapshot_ref] = _state_of(backend, node.snapshot_ref)
-            node.state, node.step_id = cache[node.snapshot_ref]
-
-
-def _state_of(backend: LocalBackend, ref: str) -> tuple[str, str | None]:
-    loaded = backend.snapshots.get(ref)
-    if not isinstance(loaded, Success) or loaded.unwrap() is None:
-        return "missing_snapshot", None
-    parsed = parse_snapshot(loaded.unwrap())
-    if not isinstance(parsed, Success):
-        return "invalid_snapshot", None
-    state = parsed.unwrap().state
-    if isinstance(state, CompleteState):
-        return "complete", None
-    if isinstance(state, BlockedState | RunningState):
-        step = state.pending_step
-        label = "blocked" if isinstance(state, BlockedState) else "pending"
-        return label, None if step is None else step.key
-    return state.kind, None
-
-
-def _last_activity(backend: LocalBackend, session_id: str) -> str | None:
-    try:
-        directory = backend.layout.session_dir(session_id)
-        newest = max((p.stat().st_mtime for p in directory.rglob("*") if p.is_file()), default=0)
-    except (OSError, ValueError):
-        return None
-    if not newest:
-        return None
-    return datetime.fromtimestamp(newest).astimezone().isoformat(timespec="seconds")
-
-
-def load_session(backend: LocalBackend, session_id: str) -> SessionView:
-    """A read-only view of one session; an unhealthy session yields its health only."""
-    health = backend.sessions.health(session_id)
-    view = SessionView(session_id, health.to_json(), 0, _last_activity(backend, session_id), [])
-    if health.is_healthy:
-        read = backend.sessions.read(session_id, _project)
-        if isinstance(read, Success):
-            view.event_count, view.runs = read.unwrap()
-            _fill_states(backend, view.runs)
-    return view
-
-
-def list_sessions(backend: LocalBackend) -> list[SessionView]:
-    views = [load_session(backend, sid) for sid in backend.sessions.session_ids()]
-    views.sort(key=lambda v: v.last_activity or "", reverse=True)
-    return views
-
-
 _KIND_MARK = {"step": "●", "checkpoint": "◆", "blocked_attempt": "✖"}
 
 
@@ -341,8 +200,14 @@ def session_tree(view: SessionView) -> Tree:
         )
         for node_id in run.roots:
             _add_node(branch, run, node_id)
-    if not view.runs:
-        root.add(f"[red]health: {view.health}[/]")
+    if not view.is_healthy:
+        reason = view.health.get("reason") or {}
+        root.add(
+            f"[red]health: {view.health.get('kind')}[/]"
+            + (f" [dim]({reason.get('code')}: {reason.get('message')})[/]" if reason else "")
+        )
+    if not view.runs and view.is_healthy:
+        root.add("[dim]no runs[/]")
     return root
 
 
@@ -395,7 +260,7 @@ def run_sessions(args: argparse.Namespace) -> int:
     backend = _backend()
     if getattr(args, "sessions_command", None) == "show":
         return _show_session(backend, args.session_id, getattr(args, "json", False))
-    views = list_sessions(backend)
+    views = list_sessions(backend, mtime_activity(backend.layout.session_dir))
     if args.json:
         print(json.dumps({"sessions": [v.summary_json() for v in views]}, indent=2))
         return 0
@@ -422,12 +287,16 @@ def _show_session(backend: LocalBackend, session_id: str, as_json: bool) -> int:
         else:
             Console(stderr=True).print(f"[red]{message}[/]")
         return 1
-    view = load_session(backend, session_id)
+    view = load_session(backend, session_id, mtime_activity(backend.layout.session_dir))
     if as_json:
         print(json.dumps(view.to_json(), indent=2, ensure_ascii=False))
     else:
-        Console().print(session_tree(view))
-    return 0 if view.health.get("kind") == "healthy" else 1
+        console = Console()
+        if view.prefix_only:
+            console.print(f"[bold yellow]{UNHEALTHY_BANNER}[/]")
+        console.print(session_tree(view))
+    # Non-zero so scripts notice the damage even though the session could be shown.
+    return 0 if view.is_healthy else 1
 
 
 def _add_sessions(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -444,6 +313,164 @@ def _add_sessions(subparsers: argparse._SubParsersAction[argparse.ArgumentParser
         "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output"
     )
     sessions.set_defaults(handler=run_sessions)
+
+
+# --- checkpoint records -----------------------------------------------------------------
+
+# Codes that mean "what you passed is wrong" (exit 2) rather than "it could not be done" (1).
+_BAD_INPUT_CODES = frozenset(
+    {
+        "VALIDATION_ERROR",
+        "NOT_FOUND",
+        "TOKEN_INVALID_FORMAT",
+        "TOKEN_UNSUPPORTED_VERSION",
+        "TOKEN_BAD_SIGNATURE",
+        "TOKEN_SCOPE_MISMATCH",
+        "TOKEN_UNKNOWN_NODE",
+        "TOKEN_WORKFLOW_HASH_MISMATCH",
+        "CHECKPOINT_RECORD_INVALID",
+        "CHECKPOINT_PLAN_MISMATCH",
+        "CHECKPOINT_CONTEXT_MISMATCH",
+    }
+)
+
+
+def _engine() -> Engine:
+    from workrail.app import AppConfig, build_engine
+
+    return build_engine(AppConfig.from_environment())
+
+
+def _fail(envelope: dict[str, Any], as_json: bool) -> int:
+    """The error envelope on stdout (--json) or as readable lines on stderr."""
+    code = str(envelope.get("code", "ERROR"))
+    if as_json:
+        print(json.dumps({"ok": False, "error": envelope}, indent=2, ensure_ascii=False))
+    else:
+        console = Console(stderr=True, highlight=False)
+        console.print(f"[red]{escape(code)}[/]: {escape(str(envelope.get('message', '')))}")
+        suggestion = (envelope.get("details") or {}).get("suggestion")
+        if suggestion:
+            console.print(f"  {suggestion}", markup=False)
+    return 2 if code in _BAD_INPUT_CODES else 1
+
+
+def _input_error(message: str, suggestion: str, as_json: bool) -> int:
+    return _fail(
+        {
+            "code": "VALIDATION_ERROR",
+            "message": message,
+            "retry": {"kind": "not_retryable"},
+            "details": {"suggestion": suggestion},
+        },
+        as_json,
+    )
+
+
+def run_checkpoint_export(args: argparse.Namespace) -> int:
+    """The record to stdout, or to -o FILE with a summary on stdout."""
+    from workrail.core.canonical import canonical_bytes
+
+    exported = _engine().export_checkpoint_record(args.token_or_node)
+    if isinstance(exported, Failure):
+        return _fail(exported.failure().to_envelope(), args.json)
+    record = exported.unwrap()
+    data = canonical_bytes(record)
+    if args.output is None:
+        sys.stdout.write(data.decode("utf-8") + "\n")
+        return 0
+    try:
+        Path(args.output).write_bytes(data)
+    except OSError as exc:
+        return _input_error(
+            f"Cannot write {args.output}: {exc.strerror or exc}",
+            "Choose a writable path for -o.",
+            args.json,
+        )
+    if args.json:
+        print(json.dumps({"ok": True, "output": args.output, "record": record}, indent=2))
+    else:
+        Console().print(
+            f"Wrote the checkpoint record of {record['workflowId']} "
+            f"({len(record['completed'])} completed steps) to {args.output}.",
+            highlight=False,
+        )
+    return 0
+
+
+def _read_limited(path: str, limit: int) -> bytes:
+    """At most `limit` + 1 bytes, so an oversized file is refused without reading it all."""
+    with open(path, "rb") as f:
+        return f.read(limit + 1)
+
+
+def run_checkpoint_resume(args: argparse.Namespace) -> int:
+    """A new session at the record's point; fails closed on any plan or context mismatch."""
+    from workrail.engine.portable import MAX_RECORD_BYTES
+
+    try:
+        raw = _read_limited(args.file, MAX_RECORD_BYTES)
+    except OSError as exc:
+        return _input_error(
+            f"Cannot read {args.file}: {exc.strerror or exc}",
+            "Pass a record file written by `workrail checkpoint export`.",
+            args.json,
+        )
+    context: Any = {}
+    if args.context is not None:
+        try:
+            context = json.loads(_read_limited(args.context, 1024 * 1024))
+        except (OSError, ValueError) as exc:
+            return _input_error(
+                f"Cannot read the context from {args.context}: {exc}",
+                "Pass a JSON object file with the run's context as it was at the checkpoint.",
+                args.json,
+            )
+    resumed = _engine().resume_checkpoint_record(raw, context)
+    if isinstance(resumed, Failure):
+        return _fail(resumed.failure().to_envelope(), args.json)
+    response = resumed.unwrap()
+    if args.json:
+        print(json.dumps(response, indent=2, ensure_ascii=False))
+        return 0
+    pending = response.get("pending") or {}
+    console = Console(highlight=False)
+    console.print(
+        f"Resumed in a new session. Pending step: [bold]{pending.get('stepId')}[/] "
+        f"({pending.get('title')})"
+    )
+    for key in ("stateToken", "ackToken", "checkpointToken"):
+        if key in response:
+            console.print(f"  {key}: {response[key]}", markup=False)
+    return 0
+
+
+def _add_checkpoint(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    checkpoint = subparsers.add_parser(
+        "checkpoint",
+        help="export or resume portable checkpoint records",
+        description="A portable checkpoint record holds only the plan fingerprint and progress "
+        "(no notes, no tokens, no context values); resuming fails closed unless the workflow "
+        "and the context both match.",
+    )
+    nested = checkpoint.add_subparsers(dest="checkpoint_command", metavar="COMMAND", required=True)
+    export = nested.add_parser("export", help="write the record of a checkpoint or node")
+    export.add_argument(
+        "token_or_node", metavar="CHECKPOINT_TOKEN_OR_NODE", help="a checkpointToken or node id"
+    )
+    export.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
+    export.add_argument("--json", action="store_true", help="machine-readable output")
+    export.set_defaults(handler=run_checkpoint_export)
+    resume = nested.add_parser("resume", help="start a new session from a record")
+    resume.add_argument("file", metavar="FILE", help="a record from `checkpoint export`")
+    resume.add_argument(
+        "--context",
+        metavar="CONTEXT.json",
+        default=None,
+        help="the run's context at the checkpoint (default: {})",
+    )
+    resume.add_argument("--json", action="store_true", help="machine-readable output")
+    resume.set_defaults(handler=run_checkpoint_resume)
 
 
 # --- keys -------------------------------------------------------------------------------
@@ -473,6 +500,17 @@ def _add_keys(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -
     rotate.set_defaults(handler=run_keys)
 
 
+# --- import tokens ----------------------------------------------------------------------
+
+
+def _mint_import_tokens(result: ImportResult) -> dict[str, Any]:
+    """Built at call time: `--data-dir` reaches the environment only after parsing."""
+    from workrail.app import AppConfig, build_engine
+    from workrail.engine.imported import tokens_for_import
+
+    return tokens_for_import(build_engine(AppConfig.from_environment()), result)
+
+
 # --- main -------------------------------------------------------------------------------
 
 
@@ -484,7 +522,7 @@ def _add_colleague_commands(
     from workrail.workflow import cli_commands as workflow_cli
 
     workflow_cli.add_subcommands(subparsers)
-    bundle_cli.add_subcommands(subparsers)
+    bundle_cli.add_subcommands(subparsers, mint_tokens=_mint_import_tokens)
     fence_cli.add_subcommands(subparsers)
 
 
@@ -497,9 +535,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config_flags(parser, top_level=True)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_mcp(subparsers)
+    _add_serve(subparsers)
     _add_demo(subparsers)
     _add_colleague_commands(subparsers)
     _add_sessions(subparsers)
+    _add_checkpoint(subparsers)
     _add_keys(subparsers)
     return parser
 
@@ -511,7 +551,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 0
     apply_config(args.global_data_dir, args.global_workflows)
-    if args.command == "mcp":
+    if args.command in ("mcp", "serve"):
         apply_config(getattr(args, "data_dir", None), getattr(args, "workflows", None))
     handler = getattr(args, "handler", None)
     if handler is None:

@@ -287,7 +287,8 @@ def run_demo(
     *, keep: bool = False, as_json: bool = False, printer: Callable[[str], None] | None = None
 ) -> int:
     """Exit 0 only if every expectation held."""
-    from workrail.cli import load_session, session_tree
+    from workrail.cli import session_tree
+    from workrail.engine.sessions_view import load_session
 
     console = Console(stderr=as_json)
     data_dir = Path(tempfile.mkdtemp(prefix="workrail-demo-"))

@@ -4,7 +4,7 @@ driven through the SDK's `Client` (no subprocess, no port)."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from mcp.types import CallToolResult
 
 from tests.engine.conftest import make_engine
 from workrail.engine.api import Engine
+from workrail.fence import FenceService, open_fence_service
 from workrail.mcp import build_server
 
 
@@ -36,6 +37,21 @@ def server(engine: Engine) -> MCPServer:
 @pytest.fixture
 async def client(server: MCPServer) -> AsyncIterator[Client]:
     async with Client(server, raise_exceptions=True) as c:
+        yield c
+
+
+@pytest.fixture
+def fence(data_dir: Path) -> Iterator[FenceService]:
+    """The embedded (SQLite) fence backend, whatever the caller's environment says."""
+    service = open_fence_service(data_dir, {"WORKRAIL_FENCE_URL": ""})
+    yield service
+    service.close()
+
+
+@pytest.fixture
+async def full_client(engine: Engine, fence: FenceService) -> AsyncIterator[Client]:
+    """The server as `workrail mcp` builds it: every tool, effect_checkpoint included."""
+    async with Client(build_server(engine, fence), raise_exceptions=True) as c:
         yield c
 
 
@@ -72,5 +88,3 @@ def advance_args(response: dict[str, Any], notes: str | None = "done") -> dict[s
     if notes is not None:
         args["output"] = {"notesMarkdown": notes}
     return args
-
-

@@ -15,8 +15,8 @@ pytestmark = pytest.mark.anyio
 SNAPSHOT = Path(__file__).parent / "snapshots" / "tools_list.json"
 
 
-async def test_tools_list_matches_snapshot(client: Client) -> None:
-    listed = await client.list_tools()
+async def test_tools_list_matches_snapshot(full_client: Client) -> None:
+    listed = await full_client.list_tools()
     actual = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed.tools]
     text = json.dumps(actual, indent=2, ensure_ascii=False, sort_keys=True) + "\n"
     if os.environ.get("UPDATE_SNAPSHOTS") == "1":
@@ -32,13 +32,17 @@ async def test_tools_have_reference_names_annotations_and_strict_schemas(client:
         "start_workflow",
         "continue_workflow",
         "checkpoint_workflow",
+        "export_session",
+        "import_session",
     ]
-    expected = {  # (readOnly, destructive, idempotent), spec 00 §3
+    expected = {  # (readOnly, destructive, idempotent), spec 00 §3; then issue #6's two
         "list_workflows": (True, False, True),
         "inspect_workflow": (True, False, True),
         "start_workflow": (False, False, False),
         "continue_workflow": (False, False, True),
         "checkpoint_workflow": (False, False, True),
+        "export_session": (True, False, True),
+        "import_session": (False, False, False),
     }
     for name, tool in tools.items():
         a = tool.annotations
@@ -47,3 +51,12 @@ async def test_tools_have_reference_names_annotations_and_strict_schemas(client:
         assert tool.input_schema["additionalProperties"] is False
         assert tool.description
     assert tools["continue_workflow"].input_schema["required"] == ["intent", "stateToken"]
+
+
+async def test_effect_checkpoint_is_listed_only_with_a_fence_service(
+    client: Client, full_client: Client
+) -> None:
+    without = {t.name for t in (await client.list_tools()).tools}
+    with_fence = [t.name for t in (await full_client.list_tools()).tools]
+    assert "effect_checkpoint" not in without
+    assert with_fence[-1] == "effect_checkpoint" and set(with_fence[:-1]) == without

@@ -29,6 +29,7 @@ def _env(data_dir: Path) -> dict[str, str]:
         WORKFLOW_INCLUDE_USER="false",
         WORKFLOW_INCLUDE_PROJECT="false",
         WORKRAIL_LOG_LEVEL="INFO",
+        WORKRAIL_FENCE_URL="",  # the embedded SQLite fence backend, in the data dir
     )
     return env
 
@@ -120,7 +121,7 @@ def _wait_until_accepting(proc: subprocess.Popen[bytes], port: int) -> None:
 async def test_streamable_http_on_loopback(http_server: str) -> None:
     async with Client(http_server) as client:
         tools = await client.list_tools()
-        assert len(tools.tools) == 5
+        assert len(tools.tools) == 8 and tools.tools[-1].name == "effect_checkpoint"
         await _drive(client)
 
 

@@ -8,7 +8,6 @@ reference's read-time invariants so a malformed snapshot is rejected on load.
 from __future__ import annotations
 
 import functools
-
 from collections.abc import Iterable, Sequence
 from typing import Annotated, Any, Final, Literal
 

@@ -1,4 +1,4 @@
-"""The five tools as an agent sees them: names, titles, descriptions, input schemas and
+"""The tools as an agent sees them: names, titles, descriptions, input schemas and
 annotations (spec 40 §2, 00 §3). Kept as plain data so `tools/list` is exactly what we
 wrote, and so the same schemas drive argument validation (validation.py)."""
 
@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp.types import ToolAnnotations
+
+from workrail.core.ids import SESSION_ID_RE
 
 # The reference forbids `.`; we allow it so namespaced bundled ids (`wr.foo`) can be
 # started (spec 90 quirk). Every id the reference accepts is still accepted.
@@ -214,18 +216,74 @@ CHECKPOINT_WORKFLOW = ToolSpec(
     example={"checkpointToken": "<checkpointToken from the latest response>"},
 )
 
+EXPORT_SESSION = ToolSpec(
+    name="export_session",
+    title="Export a session",
+    description=(
+        "Export one session's durable truth (events, manifest, execution snapshots, pinned "
+        "workflows) as a bundle JSON object, to continue it elsewhere with import_session. "
+        "No tokens are inside. Returns {bundle, summary}; summary.eventCount says how much "
+        "was exported, and summary.salvage is present when the session was damaged after "
+        "some point and only its validated prefix could be exported. Read-only."
+    ),
+    input_schema=_object(
+        {
+            "sessionId": {
+                "type": "string",
+                "pattern": SESSION_ID_RE.pattern,
+                "description": "The session id (sess_…), as `workrail sessions` lists it.",
+            }
+        },
+        ["sessionId"],
+    ),
+    annotations=_annotations(read_only=True, idempotent=True),
+    example={"sessionId": "sess_<26 lowercase base32 characters>"},
+)
+
+IMPORT_SESSION = ToolSpec(
+    name="import_session",
+    title="Import a session",
+    description=(
+        "Import a bundle made by export_session (or `workrail export`) as a new session. "
+        "The whole bundle is validated before anything is stored; a session id already in "
+        "use here is replaced by a fresh one (renamed: true), never merged. Returns the "
+        "session id and, for each run, fresh stateToken / ackToken / checkpointToken and the "
+        "pending step at the run's preferred tip, plus nextCall to continue. Not idempotent: "
+        "importing twice makes two sessions."
+    ),
+    input_schema=_object(
+        {
+            "bundle": {
+                # anyOf rather than a type list: some clients' schema subsets lack the latter.
+                "anyOf": [{"type": "object"}, {"type": "string"}],
+                "description": (
+                    "The bundle: the `bundle` object export_session returned, unmodified, or "
+                    "the bundle file's text."
+                ),
+            }
+        },
+        ["bundle"],
+    ),
+    annotations=_annotations(read_only=False, idempotent=False),
+    example={"bundle": {"bundleSchemaVersion": 1, "...": "<the bundle from export_session>"}},
+)
+
 TOOLS: tuple[ToolSpec, ...] = (
     LIST_WORKFLOWS,
     INSPECT_WORKFLOW,
     START_WORKFLOW,
     CONTINUE_WORKFLOW,
     CHECKPOINT_WORKFLOW,
+    EXPORT_SESSION,
+    IMPORT_SESSION,
 )
 
 INSTRUCTIONS = (
     "WorkRail walks you through a workflow one step at a time and keeps a durable record. "
     "Use list_workflows, then start_workflow. " + _LOOP + " If you lose your place, call "
     'continue_workflow with intent "rehydrate" and your latest stateToken. Call '
-    "checkpoint_workflow before risky work. Errors are JSON envelopes {code, message, retry, "
-    "details}; details.suggestion says what to do next."
+    "checkpoint_workflow before risky work. To continue a session on another machine, "
+    "export_session there and import_session here: the import returns fresh tokens. Errors "
+    "are JSON envelopes {code, message, retry, details}; details.suggestion says what to do "
+    "next."
 )

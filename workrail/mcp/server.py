@@ -1,4 +1,5 @@
-"""The MCP server: five tools over the engine, served on stdio or Streamable HTTP.
+"""The MCP server: the workflow tools, session export/import and (when a fence service is
+given) effect_checkpoint, served on stdio or Streamable HTTP.
 
 Tools are registered as prebuilt SDK `Tool`s whose advertised input schema is ours and whose
 argument step passes the raw arguments through, so every failure (bad input included)
@@ -12,7 +13,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
@@ -25,9 +26,12 @@ from returns.result import Failure, Result
 from workrail import __version__
 from workrail.engine.api import Engine
 from workrail.engine.errors import EngineError, error
+from workrail.mcp.bundles import BundleToolError, export_tool, import_tool
 from workrail.mcp.schemas import (
     CHECKPOINT_WORKFLOW,
     CONTINUE_WORKFLOW,
+    EXPORT_SESSION,
+    IMPORT_SESSION,
     INSPECT_WORKFLOW,
     INSTRUCTIONS,
     LIST_WORKFLOWS,
@@ -36,9 +40,15 @@ from workrail.mcp.schemas import (
 )
 from workrail.mcp.validation import validate_arguments
 
+if TYPE_CHECKING:
+    from workrail.fence import FenceService
+
 log = logging.getLogger("workrail.mcp")
 
-Handler = Callable[[dict[str, Any]], Result[dict[str, Any], EngineError]]
+ToolFailure = EngineError | BundleToolError
+"""Engine errors use the spec's closed set; bundle errors keep issue #6's own codes."""
+
+Handler = Callable[[dict[str, Any]], Result[dict[str, Any], ToolFailure]]
 
 WORKFLOW_ID_PLACEHOLDER = "<workflowId>"
 
@@ -59,7 +69,7 @@ def ok_result(payload: dict[str, Any]) -> CallToolResult:
     return CallToolResult(content=_text(payload), structured_content=payload)
 
 
-def error_result(err: EngineError) -> CallToolResult:
+def error_result(err: ToolFailure) -> CallToolResult:
     envelope = err.to_envelope()
     return CallToolResult(content=_text(envelope), structured_content=envelope, is_error=True)
 
@@ -114,6 +124,12 @@ class WorkrailTools:
     def checkpoint_workflow(self, arguments: dict[str, Any]) -> Result[dict[str, Any], EngineError]:
         return self.engine.checkpoint(arguments["checkpointToken"])
 
+    def export_session(self, arguments: dict[str, Any]) -> Result[dict[str, Any], ToolFailure]:
+        return export_tool(self.engine, arguments)
+
+    def import_session(self, arguments: dict[str, Any]) -> Result[dict[str, Any], ToolFailure]:
+        return import_tool(self.engine, arguments)
+
 
 async def run_tool(spec: ToolSpec, handler: Handler, arguments: dict[str, Any]) -> CallToolResult:
     """Validate, run the (blocking, fsync'ing) engine call off the event loop, wrap."""
@@ -160,8 +176,9 @@ def _tool(spec: ToolSpec, handler: Handler) -> Tool:
     )
 
 
-def build_server(engine: Engine) -> MCPServer:
-    """An MCPServer exposing the five WorkRail tools over `engine`."""
+def build_server(engine: Engine, fence: FenceService | None = None) -> MCPServer:
+    """An MCPServer exposing the WorkRail tools over `engine`, plus `effect_checkpoint`
+    when a fence service is given (the caller owns it and closes it)."""
     tools = WorkrailTools(engine)
     pairs: list[tuple[ToolSpec, Handler]] = [
         (LIST_WORKFLOWS, tools.list_workflows),
@@ -169,10 +186,17 @@ def build_server(engine: Engine) -> MCPServer:
         (START_WORKFLOW, tools.start_workflow),
         (CONTINUE_WORKFLOW, tools.continue_workflow),
         (CHECKPOINT_WORKFLOW, tools.checkpoint_workflow),
+        (EXPORT_SESSION, tools.export_session),
+        (IMPORT_SESSION, tools.import_session),
     ]
-    return MCPServer(
+    server = MCPServer(
         "workrail",
         version=__version__,
         instructions=INSTRUCTIONS,
         tools=[_tool(spec, handler) for spec, handler in pairs],
     )
+    if fence is not None:
+        from workrail.fence.mcp_tool import register_effect_checkpoint
+
+        register_effect_checkpoint(server, fence)
+    return server

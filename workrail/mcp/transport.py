@@ -3,6 +3,10 @@
 On stdio, stdout is the wire: logs go to stderr or a file, and the SDK points fd 1 at
 stderr while serving, so stray prints cannot corrupt frames. A client that goes away
 (stdin EOF, or a closed pipe on our stdout) is a normal way to end, not a crash.
+
+Over HTTP, `workrail serve` puts the fence's plain HTTP routes on the same Starlette app as
+the MCP endpoint, so one loopback port serves both and the SDK's lifespan (which runs the
+MCP session manager) stays the app's own.
 """
 
 from __future__ import annotations
@@ -11,12 +15,21 @@ import errno
 import logging
 import os
 import sys
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Final
 
 import anyio
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 from workrail.engine.api import Engine
 from workrail.mcp.server import build_server
+
+if TYPE_CHECKING:
+    from workrail.fence import FenceService
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 DEFAULT_LOG_LEVEL = "WARNING"
@@ -50,9 +63,59 @@ def _is_broken_pipe(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno == errno.EPIPE
 
 
-def serve_stdio(engine: Engine) -> int:
+def open_fence(data_dir: Path, env: Mapping[str, str]) -> FenceService | None:
+    """The fence service, or None (with a warning) when its backend cannot be opened: an
+    unreachable Redis must not take the workflow tools down with it."""
+    from workrail.fence import open_fence_service
+    from workrail.fence.backend import BackendUnavailable
+
+    try:
+        return open_fence_service(data_dir, env)
+    except (BackendUnavailable, ValueError, OSError) as exc:
+        log.warning("effect_checkpoint is disabled: the fence backend did not open (%s)", exc)
+        return None
+
+
+LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
+
+
+def _host_of(header: str) -> str:
+    if header.startswith("["):
+        return header.split("]", 1)[0] + "]"
+    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
+
+
+def _loopback_only(route: Route) -> Route:
+    """The SDK guards /mcp against DNS rebinding; the fence routes get the same Host check."""
+    endpoint: Callable[[Request], Awaitable[Response]] = route.endpoint
+
+    async def guarded(request: Request) -> Response:
+        if _host_of(request.headers.get("host", "")) not in LOOPBACK_HOSTS:
+            return JSONResponse({"error": "Invalid Host header"}, status_code=421)
+        return await endpoint(request)
+
+    return Route(route.path, guarded, methods=sorted(route.methods or ()), name=route.name)
+
+
+def build_http_app(
+    engine: Engine, fence: FenceService | None = None, host: str = "127.0.0.1"
+) -> Starlette:
+    """The MCP Streamable HTTP app at /mcp, plus the fence HTTP routes when `fence` is given."""
+    server = build_server(engine, fence)
+    app = server.streamable_http_app(host=host)
+    if fence is not None:
+        from workrail.fence.http import fence_routes
+
+        routes = fence_routes(fence)
+        if host in LOOPBACK_HOSTS:
+            routes = [_loopback_only(r) for r in routes]
+        app.router.routes.extend(routes)
+    return app
+
+
+def serve_stdio(engine: Engine, fence: FenceService | None = None) -> int:
     """Serve until the client closes stdin (or stops reading stdout); exit code 0 then."""
-    server = build_server(engine)
+    server = build_server(engine, fence)
     try:
         server.run()
     except KeyboardInterrupt:
@@ -67,13 +130,23 @@ def serve_stdio(engine: Engine) -> int:
     return 0
 
 
-def serve_http(engine: Engine, host: str = "127.0.0.1", port: int = 8000) -> int:
-    """Streamable HTTP at http://HOST:PORT/mcp. Loopback by default; the SDK then also
-    rejects requests whose Host header is not local (DNS-rebinding protection)."""
+def serve_http(
+    engine: Engine,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    fence: FenceService | None = None,
+    *,
+    fence_http: bool = False,
+) -> int:
+    """Streamable HTTP at http://HOST:PORT/mcp (and the fence routes when `fence_http`).
+    Loopback by default; then requests whose Host header is not local are rejected
+    (DNS-rebinding protection)."""
     import uvicorn
 
-    server = build_server(engine)
-    app = server.streamable_http_app(host=host)
+    if fence_http:
+        app = build_http_app(engine, fence, host)
+    else:
+        app = build_server(engine, fence).streamable_http_app(host=host)
     # log_config=None: uvicorn's default config sends access logs to stdout.
     config = uvicorn.Config(
         app,

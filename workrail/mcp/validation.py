@@ -100,11 +100,20 @@ def _issue(
             )
             out.append({"path": _path([*where, key]), "message": "Required"})
         return out
-    if validator == "type":
+    if validator == "anyOf" and all("type" in option for option in expected):
+        wanted = " or ".join(str(option["type"]) for option in expected)
         return [
             {
                 "path": _path(where),
-                "message": f"Expected {expected}, received {_json_type(err.instance)}",
+                "message": f"Expected {wanted}, received {_json_type(err.instance)}",
+            }
+        ]
+    if validator == "type":
+        wanted = " or ".join(expected) if isinstance(expected, list) else expected
+        return [
+            {
+                "path": _path(where),
+                "message": f"Expected {wanted}, received {_json_type(err.instance)}",
             }
         ]
     if validator == "minLength":
@@ -112,6 +121,13 @@ def _issue(
             {
                 "path": _path(where),
                 "message": f"String must contain at least {err.validator_value} character(s)",
+            }
+        ]
+    if validator == "pattern" and where == ["sessionId"]:
+        return [
+            {
+                "path": _path(where),
+                "message": "Invalid: must be a session id (sess_ followed by 26 base32 characters)",
             }
         ]
     if validator == "pattern":

@@ -1,0 +1,275 @@
+"""The read model of sessions: list them, and project one session's run DAG for display.
+
+A read-only use case over the store ports (never writes, never takes the write lock), so the
+CLI, a web console or an MCP tool can share one projection and only differ in rendering.
+An unhealthy session is still shown: its health, plus whatever validated prefix the store
+can read back, because an unhealthy session refuses to advance or checkpoint but can
+still be read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from returns.result import Success
+
+from workrail.core.events import DomainEvent, NodeCreated
+from workrail.core.session_index import ProjectionError, SessionIndex
+from workrail.core.snapshot import BlockedState, CompleteState, RunningState, parse_snapshot
+from workrail.store.ports import SessionLog, SessionStore, SnapshotStore
+
+UNHEALTHY_BANNER = (
+    "An unhealthy session refuses to advance or checkpoint, but can still be read: "
+    "shown below is its validated prefix."
+)
+
+ActivityOf = Callable[[str], str | None]
+"""Session id → ISO time of the session's last write, or None when unknown."""
+
+
+class SessionSource(Protocol):
+    """The two stores the read model needs (a LocalBackend or EngineDeps both fit)."""
+
+    @property
+    def sessions(self) -> SessionStore: ...
+
+    @property
+    def snapshots(self) -> SnapshotStore: ...
+
+
+@dataclass
+class NodeView:
+    node_id: str
+    kind: str
+    parent: str | None
+    edge_kind: str | None
+    snapshot_ref: str
+    state: str = "unknown"
+    step_id: str | None = None
+    notes: list[str] = field(default_factory=list)
+    artifacts: int = 0
+    children: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "nodeId": self.node_id,
+            "nodeKind": self.kind,
+            "parentNodeId": self.parent,
+            "edgeKind": self.edge_kind,
+            "state": self.state,
+            "pendingStepId": self.step_id,
+            "notes": self.notes,
+            "artifacts": self.artifacts,
+            "children": self.children,
+        }
+
+
+@dataclass
+class RunView:
+    run_id: str
+    workflow_id: str
+    workflow_hash: str
+    nodes: dict[str, NodeView]
+    tips: list[str]
+    preferred_tip: str | None
+
+    @property
+    def roots(self) -> list[str]:
+        return [n.node_id for n in self.nodes.values() if n.parent is None]
+
+    @property
+    def status(self) -> str:
+        tip = self.nodes.get(self.preferred_tip or "")
+        return "empty" if tip is None else tip.state
+
+    def to_json(self) -> dict[str, Any]:
+        edges = [
+            {"fromNodeId": n.parent, "toNodeId": n.node_id, "edgeKind": n.edge_kind}
+            for n in self.nodes.values()
+            if n.parent is not None
+        ]
+        return {
+            "runId": self.run_id,
+            "workflowId": self.workflow_id,
+            "workflowHash": self.workflow_hash,
+            "status": self.status,
+            "tips": self.tips,
+            "preferredTip": self.preferred_tip,
+            "nodes": [n.to_json() for n in self.nodes.values()],
+            "edges": edges,
+        }
+
+
+@dataclass
+class SessionView:
+    session_id: str
+    health: dict[str, Any]
+    event_count: int
+    last_activity: str | None
+    runs: list[RunView]
+    prefix_only: bool = False
+    """True when the runs come from the validated prefix of an unhealthy session."""
+
+    @property
+    def is_healthy(self) -> bool:
+        return self.health.get("kind") == "healthy"
+
+    @property
+    def workflow_id(self) -> str:
+        return self.runs[0].workflow_id if self.runs else "-"
+
+    @property
+    def status(self) -> str:
+        if not self.is_healthy:
+            return str(self.health.get("kind"))
+        return self.runs[0].status if self.runs else "empty"
+
+    def summary_json(self) -> dict[str, Any]:
+        return {
+            "sessionId": self.session_id,
+            "workflowId": self.workflow_id,
+            "status": self.status,
+            "health": self.health,
+            "events": self.event_count,
+            "runs": len(self.runs),
+            "lastActivity": self.last_activity,
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        out = {**self.summary_json(), "runs": [r.to_json() for r in self.runs]}
+        if self.prefix_only:
+            out["validatedPrefixOnly"] = True
+            out["notice"] = UNHEALTHY_BANNER
+        return out
+
+
+def no_activity(session_id: str) -> str | None:
+    return None
+
+
+def mtime_activity(session_dir: Callable[[str], Path]) -> ActivityOf:
+    """Last activity from file times: the log records no clock, the file system does."""
+
+    def newest(session_id: str) -> str | None:
+        try:
+            directory = session_dir(session_id)
+            stamps = (p.stat().st_mtime for p in directory.rglob("*") if p.is_file())
+            latest = max(stamps, default=0.0)
+        except (OSError, ValueError):
+            return None
+        if not latest:
+            return None
+        return datetime.fromtimestamp(latest).astimezone().isoformat(timespec="seconds")
+
+    return newest
+
+
+def _project(index: SessionIndex) -> list[RunView]:
+    """Copy what the views need while the store guarantees a consistent index."""
+    runs = []
+    for run_id, info in index.runs.items():
+        nodes: dict[str, NodeView] = {}
+        for node_id in info.node_ids:
+            created: NodeCreated = index.nodes[node_id]
+            nodes[node_id] = NodeView(
+                node_id=node_id,
+                kind=created.data.nodeKind,
+                parent=created.data.parentNodeId,
+                edge_kind=None,
+                snapshot_ref=created.data.snapshotRef,
+            )
+        for node_id in info.node_ids:
+            for edge in index.edges_from.get(node_id, ()):
+                nodes[node_id].children.append(edge.data.toNodeId)
+                child = nodes.get(edge.data.toNodeId)
+                if child is not None:
+                    child.edge_kind = edge.data.edgeKind
+            for output in index.outputs.get(node_id, ()):
+                payload = output.data.payload
+                if payload.payloadKind == "notes":
+                    nodes[node_id].notes.append(payload.notesMarkdown)
+                else:
+                    nodes[node_id].artifacts += 1
+        started = info.started.data
+        runs.append(
+            RunView(
+                run_id=run_id,
+                workflow_id=started.workflowId,
+                workflow_hash=started.workflowHash,
+                nodes=nodes,
+                tips=index.tips(run_id),
+                preferred_tip=index.preferred_tip(run_id),
+            )
+        )
+    return runs
+
+
+def _from_log(log: SessionLog) -> tuple[int, list[RunView]]:
+    return log.count, _project(log.index)
+
+
+def _from_prefix(events: tuple[DomainEvent, ...]) -> list[RunView]:
+    """Replay the prefix into a fresh index; a prefix whose DAG does not replay shows no runs."""
+    index = SessionIndex()
+    try:
+        for event in events:
+            index.apply(event)
+    except ProjectionError:
+        return []
+    return _project(index)
+
+
+def _fill_states(snapshots: SnapshotStore, runs: list[RunView]) -> None:
+    cache: dict[str, tuple[str, str | None]] = {}
+    for run in runs:
+        for node in run.nodes.values():
+            if node.snapshot_ref not in cache:
+                cache[node.snapshot_ref] = _state_of(snapshots, node.snapshot_ref)
+            node.state, node.step_id = cache[node.snapshot_ref]
+
+
+def _state_of(snapshots: SnapshotStore, ref: str) -> tuple[str, str | None]:
+    loaded = snapshots.get(ref)
+    if not isinstance(loaded, Success) or loaded.unwrap() is None:
+        return "missing_snapshot", None
+    parsed = parse_snapshot(loaded.unwrap())
+    if not isinstance(parsed, Success):
+        return "invalid_snapshot", None
+    state = parsed.unwrap().state
+    if isinstance(state, CompleteState):
+        return "complete", None
+    if isinstance(state, BlockedState | RunningState):
+        step = state.pending_step
+        label = "blocked" if isinstance(state, BlockedState) else "pending"
+        return label, None if step is None else step.key
+    return state.kind, None
+
+
+def load_session(
+    source: SessionSource, session_id: str, activity: ActivityOf = no_activity
+) -> SessionView:
+    """A read-only view of one session; an unhealthy one shows its validated prefix."""
+    health = source.sessions.health(session_id)
+    view = SessionView(session_id, health.to_json(), 0, activity(session_id), [])
+    if health.is_healthy:
+        read = source.sessions.read(session_id, _from_log)
+        if isinstance(read, Success):
+            view.event_count, view.runs = read.unwrap()
+    else:
+        prefix = source.sessions.load_prefix(session_id)
+        view.event_count = len(prefix.events)
+        view.runs = _from_prefix(prefix.events)
+        view.prefix_only = True
+    _fill_states(source.snapshots, view.runs)
+    return view
+
+
+def list_sessions(source: SessionSource, activity: ActivityOf = no_activity) -> list[SessionView]:
+    """Every session, most recently active first (never fails on a damaged session)."""
+    views = [load_session(source, sid, activity) for sid in source.sessions.session_ids()]
+    views.sort(key=lambda v: v.last_activity or "", reverse=True)
+    return views

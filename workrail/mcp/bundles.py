@@ -1,0 +1,155 @@
+"""`export_session` and `import_session` (issue #6): the bundle shell behind MCP tools.
+
+Bundle failures keep their own codes (`BUNDLE_*`, `EXPORT_*`, `IMPORT_*`) rather than being
+squeezed into the spec's closed engine set: an agent handed a bad bundle needs to know
+which check failed and where. They are still sent as the usual envelope
+`{code, message, retry, details{path, suggestion, …}}`, and none is retryable — a bad
+bundle stays bad, and store failures need a person.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+from returns.result import Failure, Result, Success
+
+from workrail import __version__
+from workrail.bundle.errors import BundleError
+from workrail.bundle.export import bundle_bytes, export_session, new_bundle_id, utc_now
+from workrail.bundle.import_ import import_bundle
+from workrail.engine.api import Engine
+from workrail.engine.imported import preferred_run, tokens_for_import
+
+BundleToolCode = Literal[
+    "BUNDLE_INVALID_FORMAT",
+    "BUNDLE_UNSUPPORTED_VERSION",
+    "BUNDLE_INTEGRITY_FAILED",
+    "BUNDLE_MISSING_SNAPSHOT",
+    "BUNDLE_MISSING_PINNED_WORKFLOW",
+    "BUNDLE_EVENT_ORDER_INVALID",
+    "BUNDLE_MANIFEST_ORDER_INVALID",
+    "BUNDLE_TOO_LARGE",
+    "EXPORT_SESSION_STORE_ERROR",
+    "EXPORT_MISSING_SNAPSHOT",
+    "EXPORT_MISSING_PINNED_WORKFLOW",
+    "EXPORT_SNAPSHOT_STORE_ERROR",
+    "EXPORT_PINNED_WORKFLOW_STORE_ERROR",
+    "EXPORT_BUILD_FAILED",
+    "IMPORT_READ_FAILED",
+    "IMPORT_SNAPSHOT_STORE_ERROR",
+    "IMPORT_PINNED_WORKFLOW_STORE_ERROR",
+    "IMPORT_SESSION_STORE_ERROR",
+]
+
+_RESEND: Final = (
+    "Send the `bundle` object unmodified, as export_session returned it, or export again."
+)
+SUGGESTIONS: Final[dict[str, str]] = {
+    "BUNDLE_INVALID_FORMAT": "The bundle is not a well-formed bundle. " + _RESEND,
+    "BUNDLE_UNSUPPORTED_VERSION": "Only bundleSchemaVersion 1 is understood; export the "
+    "session again with a compatible WorkRail.",
+    "BUNDLE_INTEGRITY_FAILED": "The bundle was changed after it was exported. " + _RESEND,
+    "BUNDLE_MISSING_SNAPSHOT": "The bundle is incomplete. " + _RESEND,
+    "BUNDLE_MISSING_PINNED_WORKFLOW": "The bundle is incomplete. " + _RESEND,
+    "BUNDLE_EVENT_ORDER_INVALID": "The bundle's event log is out of order. " + _RESEND,
+    "BUNDLE_MANIFEST_ORDER_INVALID": "The bundle's manifest is out of order. " + _RESEND,
+    "BUNDLE_TOO_LARGE": "Bundles over the limit are refused; move the session with "
+    "`workrail export` / `workrail import` only if it is genuinely this large.",
+    "EXPORT_SESSION_STORE_ERROR": "Check the sessionId (`workrail sessions` lists them); a "
+    "session damaged at its head cannot be exported.",
+    "EXPORT_BUILD_FAILED": "This session cannot form a bundle; `workrail sessions show "
+    "SESSION` shows its state.",
+    "IMPORT_READ_FAILED": "Send the bundle inline as the `bundle` argument.",
+}
+_STORE_SUGGESTION: Final = (
+    "The data directory could not be read or written; a person should check it (disk "
+    "space, permissions) before retrying."
+)
+
+
+@dataclass(frozen=True)
+class BundleToolError:
+    """A bundle failure as the MCP envelope carries it."""
+
+    code: BundleToolCode
+    message: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def of(err: BundleError) -> BundleToolError:
+        details = {
+            **err.details,
+            "path": err.path,
+            "suggestion": SUGGESTIONS.get(err.code, _STORE_SUGGESTION),
+        }
+        return BundleToolError(err.code, err.message, details)
+
+    def to_envelope(self) -> dict[str, Any]:
+        return {
+            "code": self.code,
+            "message": self.message,
+            "retry": {"kind": "not_retryable"},
+            "details": self.details,
+        }
+
+
+BundleResponse = Result[dict[str, Any], BundleToolError]
+
+
+def export_tool(engine: Engine, arguments: dict[str, Any]) -> BundleResponse:
+    """`{bundle, summary}`: the bundle object plus what an agent should know about it."""
+    exported = export_session(
+        engine.deps,
+        arguments["sessionId"],
+        bundle_id=new_bundle_id(),
+        exported_at=utc_now(),
+        app_version=__version__,
+    )
+    if isinstance(exported, Failure):
+        return Failure(BundleToolError.of(exported.failure()))
+    bundle = exported.unwrap()
+    summary: dict[str, Any] = {
+        "sessionId": bundle.session.sessionId,
+        "bundleId": bundle.bundleId,
+        "eventCount": len(bundle.session.events),
+        "snapshotCount": len(bundle.session.snapshots),
+        "pinnedWorkflowCount": len(bundle.session.pinnedWorkflows),
+        "bytes": len(bundle_bytes(bundle)),
+        "complete": bundle.salvage is None,
+    }
+    if bundle.salvage is not None:
+        summary["salvage"] = bundle.salvage.to_json()
+    return Success({"bundle": bundle.to_json(), "summary": summary})
+
+
+def _raw(bundle: Any) -> Result[bytes, BundleError]:
+    """Bytes for the validator: a string as sent, an object re-encoded as plain JSON (its
+    integrity is over canonical values, so re-encoding cannot hide or cause a mismatch)."""
+    if isinstance(bundle, str):
+        return Success(bundle.encode("utf-8"))
+    try:
+        return Success(json.dumps(bundle, ensure_ascii=False, allow_nan=False).encode("utf-8"))
+    except ValueError as exc:
+        return Failure(BundleError("BUNDLE_INVALID_FORMAT", f"Bundle is not plain JSON: {exc}"))
+
+
+def import_tool(engine: Engine, arguments: dict[str, Any]) -> BundleResponse:
+    """tokens_for_import's structure plus the preferred run's nextIntent / nextCall."""
+    raw = _raw(arguments["bundle"])
+    if isinstance(raw, Failure):
+        return Failure(BundleToolError.of(raw.failure()))
+    imported = import_bundle(engine.deps, raw.unwrap())
+    if isinstance(imported, Failure):
+        return Failure(BundleToolError.of(imported.failure()))
+    result = imported.unwrap()
+    body = tokens_for_import(engine, result)
+    body["originalSessionId"] = result.original_session_id
+    body["eventCount"] = result.event_count
+    if result.salvage is not None:
+        body["salvage"] = result.salvage.to_json()
+    run = preferred_run(body)
+    body["nextIntent"] = run["nextIntent"] if run is not None else "complete"
+    body["nextCall"] = run["nextCall"] if run is not None else None
+    return Success(body)

@@ -160,3 +160,23 @@ def test_bundle_codes_are_one_closed_set() -> None:
         c for part in get_args(ErrorCode) for c in get_args(part)
     }
     assert set(BUNDLE_CODES) <= set(SUGGESTIONS)
+
+
+async def test_export_by_state_token_names_the_same_session(client: Client, engine: Engine) -> None:
+    sid, at_build = await _mid_run(client, engine)
+    by_token = await ok(client, "export_session", {"stateToken": at_build["stateToken"]})
+    by_id = await ok(client, "export_session", {"sessionId": sid})
+    assert by_token["summary"]["sessionId"] == sid
+    assert by_token["bundle"]["session"] == by_id["bundle"]["session"]
+
+
+async def test_export_needs_exactly_one_of_session_id_and_state_token(
+    client: Client, engine: Engine
+) -> None:
+    sid, at_build = await _mid_run(client, engine)
+    both = {"sessionId": sid, "stateToken": at_build["stateToken"]}
+    await fail(client, "export_session", both, "VALIDATION_ERROR")
+    await fail(client, "export_session", {}, "VALIDATION_ERROR")
+    token = at_build["stateToken"]
+    tampered = token[:-3] + ("AAA" if not token.endswith("AAA") else "BBB")
+    await fail(client, "export_session", {"stateToken": tampered}, "TOKEN_BAD_SIGNATURE")

@@ -29,8 +29,9 @@ from workrail.store.local.backend import LocalBackend
 from workrail.store.local.layout import default_data_dir
 
 MintTokens = Callable[[ImportResult], dict[str, Any]]
-"""Hook for the engine: given an import result, return JSON-able fresh tokens (e.g.
-`{runId: {stateToken, ackToken, checkpointToken}}` for each run's preferred tip)."""
+"""Hook for the engine: given an import result, return JSON-able fresh tokens
+(`workrail.engine.imported.tokens_for_import`: `{sessionId, renamed, runs: [...]}` with a
+stateToken, ackToken and checkpointToken for each run's preferred tip)."""
 
 
 def add_subcommands(

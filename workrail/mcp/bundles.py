@@ -20,6 +20,7 @@ from workrail.bundle.errors import BundleError
 from workrail.bundle.export import bundle_bytes, export_session, new_bundle_id, utc_now
 from workrail.bundle.import_ import import_bundle
 from workrail.engine.api import Engine
+from workrail.engine.errors import EngineError, error
 from workrail.engine.imported import preferred_run, tokens_for_import
 
 BundleToolCode = Literal[
@@ -95,14 +96,42 @@ class BundleToolError:
         }
 
 
-BundleResponse = Result[dict[str, Any], BundleToolError]
+BundleResponse = Result[dict[str, Any], BundleToolError | EngineError]
+
+
+def _session_of(engine: Engine, arguments: dict[str, Any]) -> Result[str, EngineError]:
+    """The session to export: `sessionId`, or the session a `stateToken` names (agents
+    hold tokens, not session ids)."""
+    token = arguments.get("stateToken")
+    session_id = arguments.get("sessionId")
+    if (token is None) == (session_id is None):
+        return Failure(
+            error(
+                "VALIDATION_ERROR",
+                "Invalid input",
+                "Pass exactly one of sessionId or stateToken.",
+                validationErrors=[
+                    {"path": "", "message": "exactly one of sessionId, stateToken is required"}
+                ],
+            )
+        )
+    if session_id is not None:
+        return Success(str(session_id))
+    parsed = engine.deps.codec.parse_state(str(token))
+    if isinstance(parsed, Failure):
+        err = parsed.failure()
+        return Failure(EngineError(err.code, err.message, details={"suggestion": err.suggestion}))
+    return Success(parsed.unwrap().session_id)
 
 
 def export_tool(engine: Engine, arguments: dict[str, Any]) -> BundleResponse:
     """`{bundle, summary}`: the bundle object plus what an agent should know about it."""
+    target = _session_of(engine, arguments)
+    if isinstance(target, Failure):
+        return Failure(target.failure())
     exported = export_session(
         engine.deps,
-        arguments["sessionId"],
+        target.unwrap(),
         bundle_id=new_bundle_id(),
         exported_at=utc_now(),
         app_version=__version__,

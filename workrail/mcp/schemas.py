@@ -231,13 +231,20 @@ EXPORT_SESSION = ToolSpec(
             "sessionId": {
                 "type": "string",
                 "pattern": SESSION_ID_RE.pattern,
-                "description": "The session id (sess_…), as `workrail sessions` lists it.",
-            }
+                "description": "The session id (sess_…), as `workrail sessions` lists it. "
+                "Give this or stateToken.",
+            },
+            "stateToken": {
+                "type": "string",
+                "minLength": 1,
+                "description": "Any stateToken of the session, e.g. from the latest response. "
+                "Give this or sessionId.",
+            },
         },
-        ["sessionId"],
+        [],
     ),
     annotations=_annotations(read_only=True, idempotent=True),
-    example={"sessionId": "sess_<26 lowercase base32 characters>"},
+    example={"stateToken": "<stateToken from the latest response>"},
 )
 
 IMPORT_SESSION = ToolSpec(

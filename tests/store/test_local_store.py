@@ -123,15 +123,65 @@ def test_unknown_schema_version(data_dir: Path) -> None:
     assert health.reason is not None and health.reason.code == "unknown_schema_version"
 
 
-def test_missing_pin_is_corrupt(data_dir: Path) -> None:
-    chain, sdir = _grown(data_dir, 1)
+def test_missing_pin_of_an_earlier_group_is_corrupt(data_dir: Path) -> None:
+    chain, sdir = _grown(data_dir, 2)
     manifest = sdir / "manifest.jsonl"
     lines = manifest.read_bytes().splitlines(keepends=True)
-    manifest.write_bytes(b"".join(lines[:3]))  # drop the last pin, complete lines only
+    del lines[3]  # the pin of the second group; the third group follows it
+    for i, line in enumerate(lines):  # keep manifestIndex contiguous so only the pin is wrong
+        record = json.loads(line)
+        record["manifestIndex"] = i
+        lines[i] = json.dumps(record, separators=(",", ":"), sort_keys=True).encode() + b"\n"
+    manifest.write_bytes(b"".join(lines))
     health = _fresh(data_dir).health(chain.sess)
     assert health.kind == "corrupt_tail"
     assert health.reason is not None
     assert health.reason.message.startswith("Missing snapshot_pinned for introduced snapshotRef")
+
+
+def test_final_group_without_its_pin_is_an_unacknowledged_append(data_dir: Path) -> None:
+    """segment_closed durable but its pins not: what a crash between the two leaves (the
+    reference bricks the session here). The append was never acknowledged: it is absent,
+    and cut off under the lock before the next append."""
+    chain, sdir = _grown(data_dir, 1)
+    manifest = sdir / "manifest.jsonl"
+    lines = manifest.read_bytes().splitlines(keepends=True)
+    manifest.write_bytes(b"".join(lines[:3]))
+    store = _fresh(data_dir)
+    assert store.health(chain.sess).kind == "healthy"
+    assert len(events_of(store, chain.sess)) == 3
+    chain.next_index, chain.tip = 3, events_of(store, chain.sess)[2].node_id
+    assert not append(store, chain.sess, chain.advance()).unwrap().deduplicated
+    assert len(events_of(_fresh(data_dir), chain.sess)) == 6
+    assert _fresh(data_dir).health(chain.sess).kind == "healthy"
+
+
+def test_torn_tail_never_hides_a_corrupt_final_segment(data_dir: Path) -> None:
+    chain, sdir = _grown(data_dir, 1)
+    seg = sdir / "events" / "00000003-00000005.jsonl"
+    raw = bytearray(seg.read_bytes())
+    raw[12] ^= 1
+    seg.write_bytes(bytes(raw))
+    manifest = sdir / "manifest.jsonl"
+    intact = manifest.read_bytes() + b'{"v":1,"manif'
+    manifest.write_bytes(intact)
+    store = _fresh(data_dir)
+    health = store.health(chain.sess)
+    assert health.kind == "corrupt_tail"
+    assert health.reason is not None and health.reason.code == "digest_mismatch"
+    assert append(store, chain.sess, chain.advance()).failure().code == "SESSION_NOT_HEALTHY"
+    assert manifest.read_bytes() == intact  # nothing cut, nothing repaired
+
+
+def test_blank_lines_at_the_end_of_the_manifest_do_not_confuse_the_cache(data_dir: Path) -> None:
+    chain, sdir = _grown(data_dir, 1)
+    manifest = sdir / "manifest.jsonl"
+    manifest.write_bytes(manifest.read_bytes() + b"\n\n")
+    mine = _fresh(data_dir)
+    append(mine, chain.sess, chain.advance())
+    append(_fresh(data_dir), chain.sess, chain.advance())
+    assert mine.health(chain.sess).kind == "healthy"
+    assert len(events_of(mine, chain.sess)) == 12
 
 
 def test_torn_final_manifest_line_is_absent_and_cut_before_next_append(data_dir: Path) -> None:

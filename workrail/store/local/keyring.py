@@ -16,7 +16,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from workrail.core.canonical import canonical_bytes
-from workrail.store.local.fsio import atomic_write
+from workrail.store.local.fsio import atomic_write, create_exclusive
 
 KEY_BYTES = 32
 
@@ -86,13 +86,13 @@ def keyring_path(data_dir: Path) -> Path:
     return data_dir / "keys" / "keyring.json"
 
 
-def _write(data_dir: Path, keyring: Keyring) -> None:
+def _encode(keyring: Keyring) -> bytes:
     doc = KeyringFile(
         v=1,
         current=_record(keyring.current),
         previous=None if keyring.previous is None else _record(keyring.previous),
     )
-    atomic_write(keyring_path(data_dir), canonical_bytes(doc.model_dump(mode="json")))
+    return canonical_bytes(doc.model_dump(mode="json"))
 
 
 def read_keyring(data_dir: Path) -> Keyring | None:
@@ -118,14 +118,17 @@ def load_or_create_keyring(data_dir: Path) -> Keyring:
     if existing is not None:
         return existing
     fresh = Keyring(current=os.urandom(KEY_BYTES), previous=None)
-    _write(data_dir, fresh)
-    # Another process may have raced us; whatever is on disk now is the truth.
-    return read_keyring(data_dir) or fresh
+    # First writer wins: processes racing to create the keyring all end up with the one
+    # key that was published, never with a private key of their own.
+    create_exclusive(keyring_path(data_dir), _encode(fresh))
+    published = read_keyring(data_dir)
+    assert published is not None
+    return published
 
 
 def rotate_keyring(data_dir: Path) -> Keyring:
     """previous := current, current := fresh random key. Returns the new keyring."""
     old = load_or_create_keyring(data_dir)
     new = Keyring(current=os.urandom(KEY_BYTES), previous=old.current)
-    _write(data_dir, new)
+    atomic_write(keyring_path(data_dir), _encode(new))
     return new

@@ -26,6 +26,7 @@ from typing import ClassVar
 from filelock import FileLock, Timeout
 
 from workrail.store.errors import StoreError
+from workrail.store.local.fsio import ensure_dir
 
 
 class WriterLock:
@@ -44,7 +45,7 @@ class WriterLock:
         if not self._guard.acquire(blocking=False):
             return StoreError("SESSION_LOCKED", "another writer in this process holds the session")
         try:
-            self._session_dir.mkdir(parents=True, exist_ok=True)
+            ensure_dir(self._session_dir)
             file_lock = FileLock(self._session_dir / ".lock", timeout=0, mode=0o600)
             file_lock.acquire()
         except Timeout:

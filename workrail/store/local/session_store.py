@@ -25,7 +25,7 @@ from workrail.core.health import HEALTHY, Corruption, SessionHealth
 from workrail.core.manifest import ManifestRecord, SegmentClosed, SnapshotPinned, segment_rel_path
 from workrail.core.session_index import ProjectionError, SessionIndex
 from workrail.store.errors import StoreError
-from workrail.store.local.fsio import FILE_MODE, fsync_dir, write_all
+from workrail.store.local.fsio import FILE_MODE, ensure_dir, fsync_dir, write_all, write_synced
 from workrail.store.local.layout import Layout, UnsafeReference
 from workrail.store.local.lock import SessionLockRegistry, WriterLock
 from workrail.store.local.log_reader import (
@@ -181,8 +181,10 @@ class LocalSessionStore:
             raise
         records, ends = tail.records, tail.line_ends
         segments: dict[int, list[DomainEvent]] = {}
-        if tail.torn:
-            records, ends = self._drop_torn_group(entry, session_dir, records, ends, segments)
+        if not salvage:  # a salvage load stops at the first bad record anyway
+            records, ends = self._drop_unacknowledged_group(
+                entry, session_dir, records, ends, segments
+            )
         entry.torn = tail.torn or len(records) < len(tail.records)
         for position, record in enumerate(records):
             try:
@@ -222,7 +224,7 @@ class LocalSessionStore:
             if new_nodes:
                 raise missing_pin_error(new_nodes[0])
 
-    def _drop_torn_group(
+    def _drop_unacknowledged_group(
         self,
         entry: _Entry,
         session_dir: Path,
@@ -230,21 +232,24 @@ class LocalSessionStore:
         ends: list[int],
         segments: dict[int, list[DomainEvent]],
     ) -> tuple[list[ManifestRecord], list[int]]:
-        """An interrupted group write (segment_closed + its pins) is dropped as a whole:
-        if the last segment's nodes are not all pinned, that segment was never committed."""
+        """Leave out the file's final group when it is an append that was interrupted.
+
+        We write a `segment_closed` and all its pins with one write, so a final group whose
+        nodes are not all pinned was cut short before its fsync and never acknowledged (the
+        reference writes the pins separately; a crash between the two leaves the same
+        shape, equally unacknowledged). Only the final group can be in that state; its
+        segment was made durable before the record was written, so it must read and verify
+        — if it does not, that is corruption and it propagates.
+        """
         last = max((i for i, r in enumerate(records) if isinstance(r, SegmentClosed)), default=None)
         if last is None:
             return records, ends
         record = records[last]
         assert isinstance(record, SegmentClosed)
-        try:
-            events = _read_segment(session_dir, record)
-        except (CorruptionError, OSError):
-            return records[:last], ends[:last]
-        pins = entry.pins | pins_of(records)
-        if missing_pins(events, pins):
-            return records[:last], ends[:last]
+        events = _read_segment(session_dir, record)
         segments[last] = events
+        if missing_pins(events, entry.pins | pins_of(records)):
+            return records[:last], ends[:last]
         return records, ends
 
     # --- writes --------------------------------------------------------------------------
@@ -296,6 +301,8 @@ class LocalSessionStore:
         path = session_dir / "manifest.jsonl"
         fd = os.open(path, os.O_WRONLY)
         try:
+            if os.fstat(fd).st_size != entry.size:
+                raise OSError("manifest changed while locked; refusing to cut its tail")
             os.ftruncate(fd, entry.consumed)
             os.fsync(fd)
             st = os.fstat(fd)
@@ -340,15 +347,10 @@ class LocalSessionStore:
         first, last = plan.events[0].eventIndex, plan.events[-1].eventIndex
         rel = segment_rel_path(first, last)
         events_dir = session_dir / "events"
-        events_dir.mkdir(parents=True, exist_ok=True)
+        ensure_dir(events_dir)
         final = session_dir / rel
-        tmp = final.with_name(final.name + ".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-        try:
-            write_all(fd, segment)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        tmp = final.with_name(final.name + ".tmp")  # the spec's name; we hold the lock
+        write_synced(tmp, segment)
         self._fault("after_temp_write")
         os.replace(tmp, final)
         fsync_dir(events_dir)
@@ -406,7 +408,7 @@ class LocalSessionStore:
         entry.manifest.extend(records)
         entry.pins |= pins_of(records)
         entry.last_segment = closed
-        entry.consumed += len(group)
+        entry.consumed = st.st_size  # our complete group ends the file
         entry.ino, entry.dev, entry.size, entry.mtime_ns = (
             st.st_ino,
             st.st_dev,

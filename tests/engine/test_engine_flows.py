@@ -334,3 +334,36 @@ def test_loop_step_without_its_contract_artifact_is_blocked(engine: Engine) -> N
     blocked = ok(engine.advance(prep["stateToken"], prep["ackToken"], notes_markdown="no artifact"))
     assert blocked["kind"] == "blocked"
     assert blocked["blockers"]["blockers"][0]["code"] == "MISSING_REQUIRED_OUTPUT"
+
+
+def test_replaying_a_blocked_attempt_with_new_output_warns(engine: Engine, data_dir: Path) -> None:
+    r = ok(engine.start_workflow("val-flow"))
+    blocked = ok(engine.advance(r["stateToken"], r["ackToken"], notes_markdown="not yet"))
+    before = tree_digest(data_dir)
+    again = ok(engine.advance(r["stateToken"], r["ackToken"], notes_markdown="DONE now"))
+    assert tree_digest(data_dir) == before
+    assert [w["code"] for w in again.pop("warnings")] == ["OUTPUT_NOT_RECORDED"]
+    assert again == blocked
+    # the same request without output is a plain, byte-identical replay
+    assert as_bytes(ok(engine.advance(r["stateToken"], r["ackToken"]))) == as_bytes(blocked)
+
+
+def test_merged_context_is_bounded_too(engine: Engine, data_dir: Path) -> None:
+    r = ok(engine.start_workflow("probe-flow", {"a": "x" * 200_000}))
+    before = tree_digest(data_dir)
+    big = err(
+        engine.advance(
+            r["stateToken"], r["ackToken"], notes_markdown="p", context={"b": "y" * 100_000}
+        )
+    )
+    assert big.code == "VALIDATION_ERROR"
+    assert big.details["details"]["kind"] == "context_budget_exceeded"
+    assert tree_digest(data_dir) == before
+    ok(
+        engine.advance(
+            r["stateToken"],
+            r["ackToken"],
+            notes_markdown="p",
+            context={"a": None, "b": "y" * 100_000},
+        )
+    )

@@ -115,7 +115,7 @@ def _check_artifacts(output: AgentOutput) -> EngineError | None:
         kind, path = problem
         return error(
             "VALIDATION_ERROR",
-            f"output.artifacts{path.removeprefix('')} is not storable JSON ({kind}).",
+            f"output.artifacts{path} is not storable JSON ({kind}).",
             "Send artifacts as plain JSON: finite numbers, integers within ±(2^53-1), "
             "at most 64 levels deep.",
         )
@@ -161,6 +161,11 @@ def _plan(
     if isinstance(compiled, Failure):
         return Failure(compiled.failure())
     merged = merge_context(log.index.run_context(facts.run_id), context)
+    if context is not None:
+        # The delta was checked alone; the merged object is what gets stored.
+        within = validate_context("continue_workflow", merged)
+        if isinstance(within, Failure):
+            return Failure(within.failure())
     attempt = ack.attempt_id
     request = AdvanceRequest(
         attempt_id=attempt,
@@ -313,9 +318,12 @@ def _with_replay_warning(
     response: dict[str, Any], log: SessionLog, recorded: AdvanceRecorded, output: AgentOutput
 ) -> dict[str, Any]:
     """A replay answers with the recorded outcome; if the call carried different output,
-    say so instead of dropping it silently as the reference does."""
-    if not output.present or response.get("kind") == "blocked":
+    say so instead of dropping it silently as the reference does. A blocked attempt
+    recorded no output at all, so any output sent with its replay is not recorded."""
+    if not output.present:
         return response
+    if response.get("kind") == "blocked":
+        return {**response, "warnings": [_not_recorded_warning(blocked=True)]}
     attempt = recorded.data.attemptId
     from_node = recorded.node_id
     recorded_notes = log.index.recap_of(from_node, attempt)
@@ -331,16 +339,24 @@ def _with_replay_warning(
     )
     if recorded_notes == sent_notes and recorded_artifacts == sent_artifacts:
         return response
+    return {**response, "warnings": [_not_recorded_warning(blocked=False)]}
+
+
+def _not_recorded_warning(*, blocked: bool) -> dict[str, str]:
+    if blocked:
+        suggestion = (
+            "This attempt was already recorded as blocked. To submit corrected output, send "
+            "nextCall (it carries the retryAckToken) with your new output."
+        )
+    else:
+        suggestion = (
+            "Continue with the tokens in this response. To record new output for the same "
+            'step, call continue_workflow with intent "rehydrate" to get a fresh ackToken, '
+            "then advance with it."
+        )
     return {
-        **response,
-        "warnings": [
-            {
-                "code": "OUTPUT_NOT_RECORDED",
-                "message": "This ackToken was already used: the recorded outcome is returned "
-                "and the output sent with this call was NOT recorded.",
-                "suggestion": "Continue with the tokens in this response. To record new output "
-                'for the same step, call continue_workflow with intent "rehydrate" to get a '
-                "fresh ackToken, then advance with it.",
-            }
-        ],
+        "code": "OUTPUT_NOT_RECORDED",
+        "message": "This ackToken was already used: the recorded outcome is returned and the "
+        "output sent with this call was NOT recorded.",
+        "suggestion": suggestion,
     }

@@ -21,7 +21,13 @@ from workrail.engine.context import json_value_problem, merge_context, validate_
 from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError, error, internal
 from workrail.engine.events_builder import PlanBuilder
-from workrail.engine.loaded import CompiledCache, NodeFacts, load_snapshot, resolve_state
+from workrail.engine.loaded import (
+    CompiledCache,
+    NodeFacts,
+    load_snapshot,
+    remember_snapshot,
+    resolve_state,
+)
 from workrail.engine.responses import advance_response
 from workrail.engine.store_errors import from_store
 from workrail.store.ports import AppendPlan, SessionLog, SnapshotPin, WriteTxn
@@ -183,6 +189,7 @@ def _plan(
     to_node = deps.mint("node")
     new_snapshot: ExecutionSnapshot = decision.snapshot
     snapshot_ref = deps.snapshots.put(new_snapshot.to_json())
+    remember_snapshot(snapshot_ref, new_snapshot)
     plan = PlanBuilder(sess, log.count, deps.mint)
     recorded = plan.add(
         "advance_recorded",

@@ -4,6 +4,7 @@ pinned, compiled workflow — each failure mapped to the spec's code and message
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -83,8 +84,27 @@ def resolve_state(
     return Success(NodeFacts(node, run))
 
 
+_PARSED_MAX = 4096
+_parsed: OrderedDict[str, ExecutionSnapshot] = OrderedDict()
+_parsed_mutex = threading.Lock()
+
+
+def remember_snapshot(ref: str, snapshot: ExecutionSnapshot) -> None:
+    """Keep a parsed snapshot by its content ref (it can never go stale), so the response
+    to an advance, and the next advance from it, do not parse and re-validate it again."""
+    with _parsed_mutex:
+        _parsed[ref] = snapshot
+        _parsed.move_to_end(ref)
+        while len(_parsed) > _PARSED_MAX:
+            _parsed.popitem(last=False)
+
+
 def load_snapshot(deps: EngineDeps, ref: str) -> ExecutionSnapshot | None | EngineError:
     """The node's execution snapshot; None when absent; an error when unreadable."""
+    with _parsed_mutex:
+        known = _parsed.get(ref)
+    if known is not None:
+        return known
     got = deps.snapshots.get(ref)
     if isinstance(got, Failure):
         return error("INTERNAL_ERROR", f"Snapshot store error: {got.failure().message}")
@@ -94,6 +114,7 @@ def load_snapshot(deps: EngineDeps, ref: str) -> ExecutionSnapshot | None | Engi
     parsed = parse_snapshot(raw)
     if isinstance(parsed, Failure):
         return error("INTERNAL_ERROR", f"Snapshot store error: {parsed.failure()}")
+    remember_snapshot(ref, parsed.unwrap())
     return parsed.unwrap()
 
 

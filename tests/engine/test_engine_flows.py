@@ -367,3 +367,27 @@ def test_merged_context_is_bounded_too(engine: Engine, data_dir: Path) -> None:
             context={"a": None, "b": "y" * 100_000},
         )
     )
+
+
+def test_rehydrate_recap_keeps_the_newest_notes_within_the_budget(tmp_path: Path) -> None:
+    import json as _json
+
+    workflows = tmp_path / "wf"
+    workflows.mkdir()
+    steps = [{"id": f"s{i}", "title": f"S{i}", "prompt": f"Do {i}."} for i in range(12)]
+    (workflows / "long.json").write_text(
+        _json.dumps(
+            {"id": "long", "name": "Long", "description": "d", "version": "1", "steps": steps}
+        )
+    )
+    engine = make_engine(tmp_path / "data", workflows)
+    current = ok(engine.start_workflow("long"))
+    for i in range(10):
+        note = f"NOTE-{i} " + "é" * 1500  # 3000+ bytes each
+        current = ok(
+            engine.advance(current["stateToken"], current["ackToken"], notes_markdown=note)
+        )
+    prompt = ok(engine.rehydrate(current["stateToken"]))["pending"]["prompt"]
+    assert len(prompt.encode()) <= 12288
+    assert "NOTE-9" in prompt and "NOTE-0" not in prompt
+    assert "[TRUNCATED]" not in prompt  # recaps were chosen to fit, not cut mid-way

@@ -9,6 +9,7 @@ of spec 70-projections §1; a violation is reported as a `ProjectionError`.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -182,26 +183,45 @@ class SessionIndex:
 
     def ancestors(self, node_id: str) -> list[str]:
         """The parent chain from `node_id` up to the root, `node_id` first."""
-        chain: list[str] = []
+        return list(self.walk_up(node_id))
+
+    def walk_up(self, node_id: str) -> Iterator[str]:
+        """`node_id`, its parent, … up to the root, lazily (callers may stop early)."""
         seen: set[str] = set()
         current: str | None = node_id
         while current is not None:
             if current in seen:
                 raise ProjectionError("PROJECTION_INVARIANT_VIOLATION", "cycle in parent chain")
             seen.add(current)
-            chain.append(current)
+            yield current
             node = self.nodes.get(current)
             current = None if node is None else node.data.parentNodeId
-        return chain
 
     def preferred_tip(self, run_id: str) -> str | None:
         """The deterministic 'latest activity' tip of spec 70 §2."""
+        return self.best_tip(self.tips(run_id))
+
+    def descendant_tips(self, node_id: str) -> list[str]:
+        """Tips reachable from `node_id` (itself when it has no outgoing edge)."""
+        found: list[str] = []
+        stack = [node_id]
+        while stack:
+            current = stack.pop()
+            edges = self.edges_from.get(current)
+            if edges:
+                stack.extend(e.data.toNodeId for e in edges)
+            else:
+                found.append(current)
+        return found
+
+    def best_tip(self, tips: Iterable[str]) -> str | None:
+        """Spec 70 §2 scoring: the highest last activity over the tip and its ancestors;
+        ties go to the later-created tip, then to the lexically smaller id."""
         best: tuple[int, int, tuple[int, ...]] | None = None
         best_id: str | None = None
-        for tip in self.tips(run_id):
+        for tip in tips:
             score = max(self.last_activity[n] for n in self.ancestors(tip))
-            created = self.nodes[tip].eventIndex
-            key = (score, created, _invert(tip))
+            key = (score, self.nodes[tip].eventIndex, _invert(tip))
             if best is None or key > best:
                 best, best_id = key, tip
         return best_id

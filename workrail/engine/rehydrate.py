@@ -3,6 +3,7 @@ pending step with a bounded recap of the path, and fresh ack/checkpoint tokens."
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from returns.result import Failure, Result, Success
@@ -18,7 +19,10 @@ from workrail.engine.responses import next_call, next_intent, pending_instance
 from workrail.engine.store_errors import from_store
 from workrail.store.ports import SessionLog
 from workrail.tokens import StateToken
-from workrail.workflow.prompts import RecoveryContext, render_recovery
+from workrail.workflow.prompts import RecoveryContext, render_pending, render_recovery
+
+# Headings, the branch summary and function definitions around the recaps.
+RECOVERY_FRAME_BYTES = 1024
 
 
 def rehydrate(
@@ -70,8 +74,10 @@ def rehydrate(
         attempt = deps.mint("attempt")
         session_id, node_id = log.session_id, facts.node_id
         ack = deps.codec.mint_ack(session_id=session_id, node_id=node_id, attempt_id=attempt)
-        recovery = recovery_context(log.index, node_id)
         context_at_node = log.index.context_before(facts.run_id, facts.node.eventIndex)
+        base = render_pending(compiled.unwrap(), instance, context_at_node)
+        budget = REHYDRATE_PROMPT_MAX_BYTES - utf8_len(base.prompt) - RECOVERY_FRAME_BYTES
+        recovery = recovery_context(log.index, node_id, budget)
         pending = render_recovery(compiled.unwrap(), instance, recovery, context_at_node)
         return Success(
             {
@@ -95,21 +101,24 @@ def rehydrate(
     return result.unwrap()
 
 
-def recovery_context(index: SessionIndex, node_id: str) -> RecoveryContext:
-    """Branch summary and recaps for one node, each list bounded by the prompt budget.
+def recovery_context(index: SessionIndex, node_id: str, budget: int) -> RecoveryContext:
+    """Branch summary and recaps for one node, with at most `budget` bytes of recaps.
 
     Recaps are chosen per edge of the path (the recap written by the attempt that created
-    the next node), so a fork never breaks the recap of either branch.
+    the next node), so a fork never breaks the recap of either branch. The walk up the
+    ancestry stops once the budget is spent, newest recaps first, so a rehydrate costs
+    what it shows rather than the depth of the session.
     """
     try:
         children = index.edges_from.get(node_id, [])
-        tip = _preferred_descendant_tip(index, node_id) if children else None
+        tip = index.best_tip(index.descendant_tips(node_id)) if children else None
         downstream: list[str] = []
         if tip is not None and tip != node_id:
-            path = list(reversed(_path_until(index, tip, node_id)))
-            downstream = _recaps_along(index, path)
-        ancestry_path = list(reversed(index.ancestors(node_id)))
-        ancestry = _recaps_along(index, ancestry_path, newest_first_budget=True)
+            below = list(index.walk_up(tip))
+            path = list(reversed(below[: below.index(node_id) + 1]))
+            downstream = _take(_recaps_down(index, path), budget // 2)
+        ancestry = _take(_recaps_up(index, node_id), budget - _size(downstream))
+        ancestry.reverse()  # oldest first, as the prompt reads
     except ProjectionError as exc:
         return RecoveryContext(unavailable_reason=f"projection failure: {exc}")
     return RecoveryContext(
@@ -120,54 +129,43 @@ def recovery_context(index: SessionIndex, node_id: str) -> RecoveryContext:
     )
 
 
-def _preferred_descendant_tip(index: SessionIndex, node_id: str) -> str | None:
-    """The tip below `node_id` with the latest activity (spec 70 §2 scoring)."""
-    best: tuple[int, int, tuple[int, ...]] | None = None
-    best_id: str | None = None
-    stack = [node_id]
-    while stack:
-        current = stack.pop()
-        edges = index.edges_from.get(current)
-        if not edges:
-            score = max(index.last_activity[n] for n in index.ancestors(current))
-            key = (score, index.nodes[current].eventIndex, tuple(-ord(c) for c in current) + (1,))
-            if best is None or key > best:
-                best, best_id = key, current
-            continue
-        stack.extend(e.data.toNodeId for e in edges)
-    return best_id
+def _recap_on_edge(index: SessionIndex, parent: str, child: str) -> str | None:
+    advance = index.advance_into.get(child)
+    if advance is None or advance.node_id != parent:
+        return None
+    return index.recap_of(parent, advance.data.attemptId)
 
 
-def _path_until(index: SessionIndex, start: str, stop: str) -> list[str]:
-    path: list[str] = []
-    for node in index.ancestors(start):
-        path.append(node)
-        if node == stop:
-            break
-    return path
+def _recaps_down(index: SessionIndex, path: list[str]) -> Iterator[str]:
+    """Recaps along `path` (root side first)."""
+    for parent, child in zip(path, path[1:], strict=False):
+        recap = _recap_on_edge(index, parent, child)
+        if recap is not None:
+            yield recap
 
 
-def _recaps_along(
-    index: SessionIndex, path: list[str], *, newest_first_budget: bool = False
-) -> list[str]:
-    """Recaps on consecutive edges of `path` (oldest first), within the rehydrate budget;
-    when the budget binds, the newest recaps are the ones kept."""
-    recaps: list[str] = []
-    pairs = list(zip(path, path[1:], strict=False))
-    if newest_first_budget:
-        pairs.reverse()
+def _recaps_up(index: SessionIndex, node_id: str) -> Iterator[str]:
+    """Recaps on the way from `node_id` up to the root, newest first, lazily."""
+    child: str | None = None
+    for current in index.walk_up(node_id):
+        if child is not None:
+            recap = _recap_on_edge(index, current, child)
+            if recap is not None:
+                yield recap
+        child = current
+
+
+def _take(recaps: Iterator[str], budget: int) -> list[str]:
+    """Recaps in the given order while they fit in `budget` bytes."""
+    kept: list[str] = []
     used = 0
-    for parent, child in pairs:
-        advance = index.advance_into.get(child)
-        if advance is None:
-            continue
-        recap = index.recap_of(parent, advance.data.attemptId)
-        if recap is None:
-            continue
-        used += utf8_len(recap)
-        if used > REHYDRATE_PROMPT_MAX_BYTES:
+    for recap in recaps:
+        used += utf8_len(recap) + 2  # the blank line between recaps
+        if used > budget:
             break
-        recaps.append(recap)
-    if newest_first_budget:
-        recaps.reverse()
-    return recaps
+        kept.append(recap)
+    return kept
+
+
+def _size(recaps: list[str]) -> int:
+    return sum(utf8_len(r) + 2 for r in recaps)

@@ -25,6 +25,7 @@ def test_record_holds_only_the_plan_fingerprint_and_progress(data_dir: Path) -> 
         "workflowHash",
         "completed",
         "loopStack",
+        "loopDecisions",
         "contextDigest",
     }
     assert record["completed"] == ["plan"]
@@ -88,3 +89,31 @@ def test_parsing_is_strict_and_bounded(data_dir: Path) -> None:
     big = json.dumps(record).encode() + b" " * (16 * 1024)
     assert err(engine.resume_checkpoint_record(big, {})).code == "CHECKPOINT_RECORD_INVALID"
     assert err(engine.resume_checkpoint_record(b"not json", {})).code == "CHECKPOINT_RECORD_INVALID"
+
+
+def test_resume_inside_an_artifact_driven_loop(data_dir: Path, tmp_path: Path) -> None:
+    engine = make_engine(data_dir)
+    control = {"kind": "wr.loop_control", "loopId": "review-loop", "decision": "continue"}
+    r = ok(engine.start_workflow("loopctl-flow"))
+    prep = ok(
+        engine.advance(r["stateToken"], r["ackToken"], notes_markdown="ready", artifacts=[control])
+    )
+    first = ok(
+        engine.advance(
+            prep["stateToken"], prep["ackToken"], notes_markdown="again", artifacts=[control]
+        )
+    )
+    assert first["pending"]["stepId"] == "review"
+    record = ok(engine.export_checkpoint_record(first["checkpointToken"]))
+    assert record["loopDecisions"] == {"review-loop": "continue"}
+    assert record["loopStack"] == [{"loopId": "review-loop", "iteration": 1, "bodyIndex": 0}]
+    other = make_engine(tmp_path / "elsewhere")
+    resumed = ok(other.resume_checkpoint_record(canonical_bytes(record), {}))
+    assert resumed["pending"] == first["pending"]
+    stop = {**control, "decision": "stop"}
+    done = ok(
+        other.advance(
+            resumed["stateToken"], resumed["ackToken"], notes_markdown="enough", artifacts=[stop]
+        )
+    )
+    assert done["pending"]["stepId"] == "done"

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from returns.result import Failure, Result, Success
 
 from workrail.core.canonical import CanonicalJsonError, canonical_bytes, canonical_digest
+from workrail.core.events import ArtifactRefPayload, NodeOutputAppended
 from workrail.core.snapshot import (
     BlockedState,
     CompleteState,
@@ -33,6 +34,7 @@ from workrail.engine.store_errors import from_store
 from workrail.store.ports import SessionLog
 from workrail.workflow.envelopes import pin_workflow
 from workrail.workflow.interpreter import InterpreterState, select_next
+from workrail.workflow.requirements import LoopControlArtifact, is_loop_control, parse_loop_control
 
 FORMAT: Final = "workrail.checkpoint.v1"
 MAX_RECORD_BYTES: Final = 16 * 1024
@@ -61,6 +63,15 @@ class CheckpointRecord(BaseModel):
         Field(max_length=MAX_COMPLETED),
     ]
     loopStack: Annotated[list[RecordLoopFrame], Field(max_length=32)]
+    # The newest continue/stop decision per artifact-driven loop: a while/until loop driven
+    # by wr.loop_control artifacts cannot continue without it.
+    loopDecisions: Annotated[
+        dict[
+            Annotated[str, Field(pattern=r"^[a-z0-9_-]+$", max_length=64)],
+            Literal["continue", "stop"],
+        ],
+        Field(max_length=32),
+    ] = {}
     contextDigest: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
 
     @field_validator("completed")
@@ -136,6 +147,7 @@ def export_record(
                 RecordLoopFrame(loopId=f.loop_id, iteration=f.iteration, bodyIndex=f.body_index)
                 for f in state.loop_stack
             ],
+            loopDecisions=_loop_decisions(log, node.eventIndex),
             contextDigest=canonical_digest(context),
         )
         if len(canonical_bytes(record.to_json())) > MAX_RECORD_BYTES:
@@ -146,6 +158,21 @@ def export_record(
     if isinstance(result, Failure):
         return Failure(from_store(result.failure(), "rehydrate"))
     return result.unwrap()
+
+
+def _loop_decisions(log: SessionLog, before: int) -> dict[str, Literal["continue", "stop"]]:
+    """The newest valid loop-control decision per loop among artifacts recorded before
+    event `before` (an export-time scan; exports are rare)."""
+    decisions: dict[str, Literal["continue", "stop"]] = {}
+    for event in log.events[:before]:
+        if not isinstance(event, NodeOutputAppended):
+            continue
+        payload = event.data.payload
+        if isinstance(payload, ArtifactRefPayload) and is_loop_control(payload.content):
+            parsed = parse_loop_control(payload.content)
+            if isinstance(parsed, LoopControlArtifact):
+                decisions[parsed.loopId] = parsed.decision
+    return dict(sorted(decisions.items())[:32])
 
 
 def resume_record(
@@ -201,7 +228,11 @@ def resume_record(
             for f in record.loopStack
         ),
     )
-    selection = select_next(compiled.unwrap(), state, context, [])
+    history = [
+        {"kind": "wr.loop_control", "loopId": loop_id, "decision": decision}
+        for loop_id, decision in record.loopDecisions.items()
+    ]
+    selection = select_next(compiled.unwrap(), state, context, history)
     if isinstance(selection, Failure):
         return Failure(
             error(

@@ -146,15 +146,16 @@ def test_salvage_export_of_corrupt_tail(reference_data: Path) -> None:
     assert validate_bytes(bundle_bytes(bundle)).unwrap().bundle.salvage is not None
 
 
-def test_salvage_drops_an_append_whose_pin_is_missing(reference_data: Path) -> None:
+def test_an_interrupted_final_append_is_not_exported(reference_data: Path) -> None:
     manifest = reference_data / "sessions" / PROBE / "manifest.jsonl"
     lines = manifest.read_bytes().splitlines(keepends=True)
     assert json.loads(lines[-1])["kind"] == "snapshot_pinned"
-    manifest.write_bytes(b"".join(lines[:-1]))  # segment committed, its pin lost
+    manifest.write_bytes(b"".join(lines[:-1]))  # segment_closed written, its pin never was
     backend = LocalBackend.open(reference_data)
-    assert backend.sessions.health(PROBE).kind == "corrupt_tail"
+    # never acknowledged, so absent: the session is healthy without it
+    assert backend.sessions.health(PROBE).kind == "healthy"
     bundle = export(backend, PROBE)
-    assert bundle.salvage is not None
+    assert bundle.salvage is None
     last_segment_first = json.loads(lines[-2])["firstEventIndex"]
     assert len(bundle.session.events) == last_segment_first
     assert validate_bytes(bundle_bytes(bundle)).unwrap()

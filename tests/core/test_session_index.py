@@ -215,8 +215,8 @@ def test_dedupe_lookup_keeps_the_first_index() -> None:
     log = Log()
     log.run()
     index = log.index()
-    assert index.has_key("run_started:0")
-    assert not index.has_key("run_started:1")
+    assert "run_started:0" in index.dedupe
+    assert "run_started:1" not in index.dedupe
     assert index.dedupe["run_started:0"] == 0
     assert index.count == 1
 

@@ -84,11 +84,16 @@ def test_expiry_while_uncertain_requires_recovery(
         "claimed",
     )
     # Acting again in a recovery generation needs evidence that the result was checked.
-    no_evidence = transition("claimed", "external_result_uncertain", generation=2,
-                             holder=HOLDER_B)
+    no_evidence = transition("claimed", "external_result_uncertain", generation=2, holder=HOLDER_B)
     assert error_code(service, no_evidence) == "INVALID_TRANSITION"
-    with_evidence = transition("claimed", "external_result_uncertain", generation=2,
-                               holder=HOLDER_B, evidence=True, observation="obs-recheck-0001")
+    with_evidence = transition(
+        "claimed",
+        "external_result_uncertain",
+        generation=2,
+        holder=HOLDER_B,
+        evidence=True,
+        observation="obs-recheck-0001",
+    )
     assert ok(service, with_evidence)["stage"] == "external_result_uncertain"
 
 
@@ -133,9 +138,9 @@ def test_final_stages_are_terminal(service: FenceService, final: str) -> None:
     assert done["external_proof"] is False
     assert error_code(service, claim()) == "CHECKPOINT_TERMINAL"
     assert error_code(service, abandon()) == "CHECKPOINT_TERMINAL"
-    assert error_code(service, transition(final, "claimed", observation="obs-after-final-stage")) == (
-        "CHECKPOINT_TERMINAL"
-    )
+    assert error_code(
+        service, transition(final, "claimed", observation="obs-after-final-stage")
+    ) == ("CHECKPOINT_TERMINAL")
 
 
 @pytest.mark.parametrize(
@@ -173,12 +178,23 @@ def test_claim_never_outlives_the_state(service: FenceService, clock: ManualCloc
 def _reach(service: FenceService, clock: ManualClock, stage: str, recovery: bool) -> None:
     ok(service, claim(HOLDER_A))
     if recovery:
-        ok(service, transition("claimed", "external_result_uncertain", observation="obs-generation-one"))
+        ok(
+            service,
+            transition("claimed", "external_result_uncertain", observation="obs-generation-one"),
+        )
         clock.advance(120)
         ok(service, claim(HOLDER_A))
     if stage == "external_result_uncertain":
-        ok(service, transition("claimed", stage, generation=2 if recovery else 1,
-                               evidence=recovery, observation="obs-reach-uncertain"))
+        ok(
+            service,
+            transition(
+                "claimed",
+                stage,
+                generation=2 if recovery else 1,
+                evidence=recovery,
+                observation="obs-reach-uncertain",
+            ),
+        )
 
 
 @pytest.mark.parametrize(("from_stage", "to_stage"), sorted(EDGES))
@@ -215,8 +231,13 @@ def test_uncertain_never_returns_to_claimed(service: FenceService) -> None:
         transition("claimed", "caller_verified", fingerprint=FINGERPRINT),
         transition("claimed", "compensated", evidence=True),
     ],
-    ids=["self-loop", "verified-without-evidence", "type-only", "fingerprint-only",
-         "compensate-without-action"],
+    ids=[
+        "self-loop",
+        "verified-without-evidence",
+        "type-only",
+        "fingerprint-only",
+        "compensate-without-action",
+    ],
 )
 def test_graph_and_evidence_rules(service: FenceService, payload: dict[str, object]) -> None:
     ok(service, claim())
@@ -252,9 +273,9 @@ def test_transition_needs_current_generation_and_stage(service: FenceService) ->
         "STALE_GENERATION"
     )
     ok(service, transition("claimed", "external_result_uncertain"))
-    assert error_code(service, transition("claimed", "failed", observation="obs-stale-view-0001")) == (
-        "STALE_GENERATION"
-    )
+    assert error_code(
+        service, transition("claimed", "failed", observation="obs-stale-view-0001")
+    ) == ("STALE_GENERATION")
 
 
 def test_safety_margin_before_acting(service: FenceService, clock: ManualClock) -> None:
@@ -390,9 +411,7 @@ def test_pause_and_resume(service: FenceService, backend_factory: object) -> Non
     assert error_code(service, status()) == "CHECKPOINT_NOT_FOUND"
 
 
-def test_pause_is_seen_by_another_connection(
-    backend_factory: object, clock: ManualClock
-) -> None:
+def test_pause_is_seen_by_another_connection(backend_factory: object, clock: ManualClock) -> None:
     factory = backend_factory
     first = FenceService(factory(), KEY, clock)  # type: ignore[operator]
     second = FenceService(factory(), KEY, clock)  # type: ignore[operator]
@@ -418,9 +437,7 @@ def test_rate_limits_per_client_and_global(backend: FenceBackend, clock: ManualC
     assert run(service, status(), "a").body["error"]["code"] == "CHECKPOINT_NOT_FOUND"
 
 
-def test_idempotency_key_replays_the_first_reply(
-    service: FenceService, clock: ManualClock
-) -> None:
+def test_idempotency_key_replays_the_first_reply(service: FenceService, clock: ManualClock) -> None:
     first = service.execute(claim(), client_id="t", idempotency_key="idem-0001-claim")
     clock.advance(10)
     again = service.execute(claim(), client_id="t", idempotency_key="idem-0001-claim")

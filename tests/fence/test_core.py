@@ -79,7 +79,11 @@ def test_redis_down_is_dependency_unavailable() -> None:
     backend = RedisBackend(f"redis://127.0.0.1:{free_port()}/0")
     reply = run(FenceService(backend, KEY, ManualClock()), claim())
     error = reply.body["error"]
-    assert (reply.status, error["code"], error["retryable"]) == (503, "DEPENDENCY_UNAVAILABLE", True)
+    assert (reply.status, error["code"], error["retryable"]) == (
+        503,
+        "DEPENDENCY_UNAVAILABLE",
+        True,
+    )
     assert reply.retry_after == 1
     backend.close()
 

@@ -34,8 +34,9 @@ EVIDENCE = ["both", "none", "type", "fp"]
 
 def draw_step(data: st.DataObject, stored: CheckpointRecord | None, retry: bool) -> Any:
     """One step, usually aimed at the current state so deep paths are reached often."""
-    kind = data.draw(st.sampled_from(["claim", "transition", "transition", "abandon",
-                                      "status", "time"]))
+    kind = data.draw(
+        st.sampled_from(["claim", "transition", "transition", "abandon", "status", "time"])
+    )
     aimed = stored is not None and data.draw(st.integers(0, 3)) > 0
     holder = stored.holder if aimed and stored else data.draw(st.sampled_from(HOLDERS))
     generation = stored.generation if aimed and stored else data.draw(st.integers(1, 3))
@@ -53,9 +54,15 @@ def draw_step(data: st.DataObject, stored: CheckpointRecord | None, retry: bool)
     evidence = data.draw(st.sampled_from(EVIDENCE))
     observation = f"obs-{data.draw(st.integers(0, 40))}"
     return TransitionCommand(
-        WF, holder, generation, from_stage, to_stage, observation,
+        WF,
+        holder,
+        generation,
+        from_stage,
+        to_stage,
+        observation,
         f"{holder}|{generation}|{from_stage}|{to_stage}|{evidence}",
-        "manual_review" if evidence in ("both", "type") else None, evidence in ("both", "fp"),
+        "manual_review" if evidence in ("both", "type") else None,
+        evidence in ("both", "fp"),
     )
 
 

@@ -4,7 +4,7 @@ that says what to do. Nothing here is retryable: a bad bundle stays bad."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
 BundleCode = Literal[
     # the reference's closed validation set (60-bundles §4)
@@ -32,18 +32,9 @@ ImportCode = Literal[
     "IMPORT_PINNED_WORKFLOW_STORE_ERROR",
     "IMPORT_SESSION_STORE_ERROR",
 ]
-ErrorCode = BundleCode | ExportCode | ImportCode
+ErrorCode = Literal[BundleCode, ExportCode, ImportCode]
 
-BUNDLE_CODES: Final[tuple[BundleCode, ...]] = (
-    "BUNDLE_INVALID_FORMAT",
-    "BUNDLE_UNSUPPORTED_VERSION",
-    "BUNDLE_INTEGRITY_FAILED",
-    "BUNDLE_MISSING_SNAPSHOT",
-    "BUNDLE_MISSING_PINNED_WORKFLOW",
-    "BUNDLE_EVENT_ORDER_INVALID",
-    "BUNDLE_MANIFEST_ORDER_INVALID",
-    "BUNDLE_TOO_LARGE",
-)
+BUNDLE_CODES: Final[tuple[BundleCode, ...]] = get_args(BundleCode)
 
 
 @dataclass(frozen=True)

@@ -171,9 +171,6 @@ class SessionIndex:
 
     # --- queries -----------------------------------------------------------------------
 
-    def has_key(self, dedupe_key: str) -> bool:
-        return dedupe_key in self.dedupe
-
     def tips(self, run_id: str) -> list[str]:
         """Nodes of the run without an outgoing edge, in plain string order."""
         run = self.runs.get(run_id)

@@ -94,3 +94,11 @@ def locked() -> EngineError:
         "Retry in 1–3 seconds; if this persists >10s, ensure no other WorkRail process is running.",
         retry=Retry("retryable_after_ms", LOCK_RETRY_MS),
     )
+
+
+def workflow_not_found(workflow_id: str) -> EngineError:
+    return error(
+        "NOT_FOUND",
+        f"Workflow not found: {workflow_id}",
+        "Use list_workflows to discover available workflows.",
+    )

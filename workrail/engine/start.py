@@ -12,7 +12,7 @@ from workrail.core import dedupe
 from workrail.core.snapshot import ExecutionSnapshot, StepInstance
 from workrail.engine.context import validate_context
 from workrail.engine.deps import EngineDeps
-from workrail.engine.errors import EngineError, error
+from workrail.engine.errors import EngineError, error, workflow_not_found
 from workrail.engine.events_builder import PlanBuilder
 from workrail.engine.loaded import CompiledCache
 from workrail.engine.responses import next_call, next_intent, render
@@ -37,13 +37,7 @@ def start_workflow(
             return Failure(checked.failure())
     entry = deps.catalog.get(workflow_id)
     if entry is None or entry.definition is None:
-        return Failure(
-            error(
-                "NOT_FOUND",
-                f"Workflow not found: {workflow_id}",
-                "Use list_workflows to discover available workflows.",
-            )
-        )
+        return Failure(workflow_not_found(workflow_id))
     if not entry.definition.get("steps"):
         return Failure(error("PRECONDITION_FAILED", "Workflow has no steps and cannot be started."))
     pinned = pin_workflow(entry.definition)

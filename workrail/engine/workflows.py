@@ -8,7 +8,7 @@ from typing import Any
 from returns.result import Failure, Result, Success
 
 from workrail.engine.deps import EngineDeps
-from workrail.engine.errors import EngineError, error
+from workrail.engine.errors import EngineError, workflow_not_found
 from workrail.workflow.envelopes import preview_workflow
 
 
@@ -38,13 +38,7 @@ def inspect_workflow(
 ) -> Result[dict[str, Any], EngineError]:
     entry = deps.catalog.get(workflow_id)
     if entry is None or entry.definition is None:
-        return Failure(
-            error(
-                "NOT_FOUND",
-                f"Workflow not found: {workflow_id}",
-                "Use list_workflows to discover available workflows.",
-            )
-        )
+        return Failure(workflow_not_found(workflow_id))
     preview = preview_workflow(entry.definition)
     compiled = preview.metadata() if mode == "metadata" else preview.to_json()
     return Success(

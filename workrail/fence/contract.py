@@ -79,7 +79,9 @@ ObservationKey = Annotated[str, Field(min_length=16, max_length=128)]
 TtlSeconds = Annotated[int, Field(ge=60, le=3600)]
 GenerationNumber = Annotated[int, Field(ge=1, le=MAX_GENERATIONS)]
 HmacDigest = Annotated[str, Field(pattern=HMAC_DIGEST_PATTERN)]
-DateTime = Annotated[str, Field(pattern=DATE_TIME_PATTERN, json_schema_extra={"format": "date-time"})]
+DateTime = Annotated[
+    str, Field(pattern=DATE_TIME_PATTERN, json_schema_extra={"format": "date-time"})
+]
 Seconds = Annotated[int, Field(ge=0, le=MAX_SAFE_INTEGER)]
 
 _STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)

@@ -157,9 +157,7 @@ def claim_active(record: CheckpointRecord, now_ms: int) -> bool:
 
 def is_final(record: CheckpointRecord) -> bool:
     """No further claim or transition can succeed on this identity."""
-    return record.stage in TERMINAL_STAGES or (
-        record.stage == "failed" and not record.retry_failed
-    )
+    return record.stage in TERMINAL_STAGES or (record.stage == "failed" and not record.retry_failed)
 
 
 def decide(record: CheckpointRecord | None, command: Command, now_ms: int) -> Decision:
@@ -286,9 +284,7 @@ def decide_transition(
     if len(current.observations) >= MAX_OBSERVATIONS:
         return Failure(Rejection("observation_limit"))
     observations = dict(current.observations)
-    observations[cmd.observation] = ObservationRecord(
-        body=cmd.body, generation=current.generation
-    )
+    observations[cmd.observation] = ObservationRecord(body=cmd.body, generation=current.generation)
     resolved = cmd.to_stage != "external_result_uncertain"
     updated = current.model_copy(
         update={

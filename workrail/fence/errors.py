@@ -66,9 +66,7 @@ ERROR_CATALOG: Final[dict[ErrorCode, ErrorSpec]] = {
     ),
     "TOOL_PAUSED": ErrorSpec(True, "Wait for the operator to resume the tool.", 503),
     "RATE_LIMITED": ErrorSpec(True, "Retry after the response Retry-After interval.", 429),
-    "DEPENDENCY_UNAVAILABLE": ErrorSpec(
-        True, "Retry with the same idempotency identity.", 503
-    ),
+    "DEPENDENCY_UNAVAILABLE": ErrorSpec(True, "Retry with the same idempotency identity.", 503),
 }
 ERROR_CODES: Final[tuple[ErrorCode, ...]] = tuple(ERROR_CATALOG)
 

@@ -15,9 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from workrail.fence.contract import EvidenceType, Stage
 
 TERMINAL_STAGES: Final[frozenset[Stage]] = frozenset({"caller_verified", "compensated"})
-RESOLVED_STAGES: Final[frozenset[Stage]] = frozenset(
-    {"caller_verified", "failed", "compensated"}
-)
+RESOLVED_STAGES: Final[frozenset[Stage]] = frozenset({"caller_verified", "failed", "compensated"})
 
 
 class ObservationRecord(BaseModel):

@@ -77,7 +77,9 @@ def render(
         held_by_caller=held,
         claim_expires_at=None if expires is None else iso_ms(expires),
         state_expires_at=iso_ms(record.state_expires_ms),
-        claim_ttl_seconds_remaining=None if expires is None else _remaining_seconds(expires, now_ms),
+        claim_ttl_seconds_remaining=None
+        if expires is None
+        else _remaining_seconds(expires, now_ms),
         state_ttl_seconds_remaining=_remaining_seconds(record.state_expires_ms, now_ms),
         evidence_type=record.evidence_type,
         evidence_fingerprint_present=record.evidence_present,

@@ -212,4 +212,3 @@ def open_fence_service(
             )
         return FenceService(backend, key, clock, limits)
     raise ValueError(f"{FENCE_URL_ENV} must be empty, 'sqlite', or a redis:// URL")
-

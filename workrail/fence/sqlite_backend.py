@@ -136,9 +136,7 @@ class SqliteBackend:
                     if self._setting("paused") == "1":
                         self._conn.execute("COMMIT")
                         return "paused"
-                    counts = {
-                        scope: self._count(scope, window) for scope in (client, GLOBAL_SCOPE)
-                    }
+                    counts = {scope: self._count(scope, window) for scope in (client, GLOBAL_SCOPE)}
                     if over_limit(counts[client], limits.client_rpm) or over_limit(
                         counts[GLOBAL_SCOPE], limits.global_rpm
                     ):

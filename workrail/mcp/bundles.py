@@ -11,38 +11,20 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from returns.result import Failure, Result, Success
 
 from workrail import __version__
-from workrail.bundle.errors import BundleError
+from workrail.bundle.errors import BundleError, ErrorCode
 from workrail.bundle.export import bundle_bytes, export_session, new_bundle_id, utc_now
 from workrail.bundle.import_ import import_bundle
 from workrail.engine.api import Engine
 from workrail.engine.errors import EngineError, error
 from workrail.engine.imported import preferred_run, tokens_for_import
 
-BundleToolCode = Literal[
-    "BUNDLE_INVALID_FORMAT",
-    "BUNDLE_UNSUPPORTED_VERSION",
-    "BUNDLE_INTEGRITY_FAILED",
-    "BUNDLE_MISSING_SNAPSHOT",
-    "BUNDLE_MISSING_PINNED_WORKFLOW",
-    "BUNDLE_EVENT_ORDER_INVALID",
-    "BUNDLE_MANIFEST_ORDER_INVALID",
-    "BUNDLE_TOO_LARGE",
-    "EXPORT_SESSION_STORE_ERROR",
-    "EXPORT_MISSING_SNAPSHOT",
-    "EXPORT_MISSING_PINNED_WORKFLOW",
-    "EXPORT_SNAPSHOT_STORE_ERROR",
-    "EXPORT_PINNED_WORKFLOW_STORE_ERROR",
-    "EXPORT_BUILD_FAILED",
-    "IMPORT_READ_FAILED",
-    "IMPORT_SNAPSHOT_STORE_ERROR",
-    "IMPORT_PINNED_WORKFLOW_STORE_ERROR",
-    "IMPORT_SESSION_STORE_ERROR",
-]
+# The bundle layer's closed set, one definition for both layers.
+BundleToolCode = ErrorCode
 
 _RESEND: Final = (
     "Send the `bundle` object unmodified, as export_session returned it, or export again."

@@ -23,9 +23,39 @@ def events_of(store: Any, session_id: str) -> list[Any]:
 
 
 class SessionStoreContract:
+    """Fixtures a backend provides: `store`; `reopen()` (a new store over the same
+    storage, with no in-process cache); `damage(session_id)` (corrupt the bytes of the
+    latest committed append); `orphan(session_id, first_index)` (leave the debris of an
+    append that was written but never attested)."""
+
     @pytest.fixture
     def store(self) -> Any:
         raise NotImplementedError
+
+    def test_damaged_append_makes_the_session_corrupt_and_read_only(
+        self, store: Any, reopen: Any, damage: Any
+    ) -> None:
+        chain = Chain()
+        append(store, chain.sess, chain.start())
+        append(store, chain.sess, chain.advance())
+        damage(chain.sess)
+        fresh = reopen()
+        health = fresh.health(chain.sess)
+        assert health.kind == "corrupt_tail"
+        assert health.reason is not None and health.reason.code == "digest_mismatch"
+        assert append(fresh, chain.sess, chain.advance()).failure().code == "SESSION_NOT_HEALTHY"
+        prefix = fresh.load_prefix(chain.sess)
+        assert not prefix.complete and len(prefix.events) == 3
+
+    def test_orphaned_append_debris_is_ignored(self, store: Any, reopen: Any, orphan: Any) -> None:
+        chain = Chain()
+        append(store, chain.sess, chain.start())
+        orphan(chain.sess, 3)
+        fresh = reopen()
+        assert fresh.health(chain.sess).kind == "healthy"
+        assert len(events_of(fresh, chain.sess)) == 3
+        assert isinstance(append(fresh, chain.sess, chain.advance()), Success)
+        assert len(events_of(reopen(), chain.sess)) == 6
 
     def test_unknown_session_loads_empty(self, store: Any) -> None:
         assert events_of(store, new_id("sess")) == []

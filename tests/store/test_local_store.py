@@ -18,6 +18,30 @@ class TestLocalSessionStore(SessionStoreContract):
     def store(self, data_dir: Path) -> Any:
         return LocalBackend.open(data_dir).sessions
 
+    @pytest.fixture
+    def reopen(self, data_dir: Path) -> Any:
+        return lambda: LocalBackend.open(data_dir).sessions
+
+    @pytest.fixture
+    def damage(self, data_dir: Path) -> Any:
+        def flip_a_byte_of_the_latest_segment(session_id: str) -> None:
+            events = data_dir / "sessions" / session_id / "events"
+            latest = max(p for p in events.iterdir() if p.name.endswith(".jsonl"))
+            raw = bytearray(latest.read_bytes())
+            raw[len(raw) // 2] ^= 1
+            latest.write_bytes(bytes(raw))
+
+        return flip_a_byte_of_the_latest_segment
+
+    @pytest.fixture
+    def orphan(self, data_dir: Path) -> Any:
+        def leave_an_unattested_segment(session_id: str, first: int) -> None:
+            events = data_dir / "sessions" / session_id / "events"
+            (events / f"{first:08d}-{first + 2:08d}.jsonl").write_bytes(b"not attested\n")
+            (events / f"{first:08d}-{first + 2:08d}.jsonl.tmp").write_bytes(b"half")
+
+        return leave_an_unattested_segment
+
 
 def _fresh(data_dir: Path) -> LocalSessionStore:
     """A new store instance: no in-process cache, so it reads what is on disk."""
@@ -120,6 +144,7 @@ def test_unknown_schema_version(data_dir: Path) -> None:
     lines[2] = json.dumps(record).encode() + b"\n"
     manifest.write_bytes(b"".join(lines))
     health = _fresh(data_dir).health(chain.sess)
+    assert health.kind == "unknown_version"
     assert health.reason is not None and health.reason.code == "unknown_schema_version"
 
 

@@ -34,7 +34,12 @@ class SessionHealth:
     def of(corruption: Corruption | None) -> SessionHealth:
         if corruption is None:
             return HEALTHY
-        kind: HealthKind = "corrupt_head" if corruption.location == "head" else "corrupt_tail"
+        kind: HealthKind
+        if corruption.code == "unknown_schema_version":
+            # Written by a newer (or foreign) version: not damage, but not ours to extend.
+            kind = "unknown_version"
+        else:
+            kind = "corrupt_head" if corruption.location == "head" else "corrupt_tail"
         return SessionHealth(kind, corruption)
 
     @property

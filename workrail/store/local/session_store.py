@@ -11,6 +11,7 @@ never repaired.
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -42,6 +43,8 @@ from workrail.store.ports import AppendOutcome, AppendPlan, PrefixLoad, SessionL
 T = TypeVar("T")
 E = TypeVar("E")
 
+CACHED_SESSIONS = 256
+
 FaultHook = Callable[[str], None]
 """Called at each named step of the append protocol; tests use it to kill the process."""
 
@@ -72,7 +75,7 @@ class LocalSessionStore:
     def __init__(self, layout: Layout, faults: FaultHook | None = None) -> None:
         self._layout = layout
         self._faults = faults
-        self._cache: dict[str, _Entry] = {}
+        self._cache: OrderedDict[str, _Entry] = OrderedDict()
         self._locks = SessionLockRegistry.shared()
 
     # --- reads ---------------------------------------------------------------------------
@@ -143,6 +146,7 @@ class LocalSessionStore:
         entry = self._cache.get(session_id)
         if entry is not None and (st.st_ino, st.st_dev) == (entry.ino, entry.dev):
             if st.st_size == entry.size and st.st_mtime_ns == entry.mtime_ns:
+                self._cache.move_to_end(session_id)
                 return entry
             if st.st_size < entry.consumed:
                 entry = None
@@ -164,8 +168,15 @@ class LocalSessionStore:
             return Corruption("missing_attested_segment", f"I/O error: {exc}", "tail")
         entry.ino, entry.dev = fst.st_ino, fst.st_dev
         entry.size, entry.mtime_ns = fst.st_size, fst.st_mtime_ns
-        self._cache[session_id] = entry
+        self._remember(session_id, entry)
         return entry
+
+    def _remember(self, session_id: str, entry: _Entry) -> None:
+        """Cache a validated session; a long-running server keeps only the most recent."""
+        self._cache[session_id] = entry
+        self._cache.move_to_end(session_id)
+        while len(self._cache) > CACHED_SESSIONS:
+            self._cache.popitem(last=False)
 
     def _extend(self, entry: _Entry, session_dir: Path, data: bytes, *, salvage: bool) -> None:
         """Validate manifest bytes that follow `entry.consumed` and fold them into `entry`.
@@ -415,7 +426,7 @@ class LocalSessionStore:
             st.st_size,
             st.st_mtime_ns,
         )
-        self._cache[session_id] = entry
+        self._remember(session_id, entry)
 
     def _fault(self, step: str) -> None:
         if self._faults is not None:

@@ -36,7 +36,10 @@ class WriterLock:
         self._session_dir = session_dir
         self._guard = guard
         self._owner: int | None = None
-        self._file_lock: FileLock | None = None
+        self._held = False
+        # One FileLock per session, reused: building one costs more than the flock itself.
+        # Not thread-local, because `_guard` already admits one thread at a time.
+        self._file_lock = FileLock(session_dir / ".lock", timeout=0, mode=0o600, thread_local=False)
 
     def acquire(self) -> StoreError | None:
         me = threading.get_ident()
@@ -46,8 +49,7 @@ class WriterLock:
             return StoreError("SESSION_LOCKED", "another writer in this process holds the session")
         try:
             ensure_dir(self._session_dir)
-            file_lock = FileLock(self._session_dir / ".lock", timeout=0, mode=0o600)
-            file_lock.acquire()
+            self._file_lock.acquire()
         except Timeout:
             self._guard.release()
             return StoreError("SESSION_LOCKED", "another process holds the session")
@@ -55,12 +57,12 @@ class WriterLock:
             self._guard.release()
             return StoreError("SESSION_STORE_IO_ERROR", f"cannot take the session lock: {exc}")
         if self._foreign_owner():
-            file_lock.release()
+            self._file_lock.release()
             self._guard.release()
             return StoreError(
                 "SESSION_LOCKED", "another WorkRail implementation holds the session (.lock)"
             )
-        self._file_lock = file_lock
+        self._held = True
         self._owner = me
         return None
 
@@ -72,13 +74,13 @@ class WriterLock:
 
     def release(self) -> None:
         try:
-            if self._file_lock is not None:
+            if self._held:
                 # Unlink while still holding the flock, so the path never names a lock
                 # that someone else holds.
                 (self._session_dir / ".lock").unlink(missing_ok=True)
                 self._file_lock.release()
         finally:
-            self._file_lock = None
+            self._held = False
             self._owner = None
             self._guard.release()
 

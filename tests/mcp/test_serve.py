@@ -5,8 +5,6 @@ cannot open leaving the workflow tools up."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -20,7 +18,7 @@ from starlette.testclient import TestClient
 from tests.engine.conftest import make_engine
 from tests.fence.helpers import claim
 from tests.mcp.conftest import ok
-from tests.mcp.test_transports import ROOT, _env, _free_port, _wait_until_accepting
+from tests.mcp.servers import http_subprocess
 from workrail.fence import FenceService
 from workrail.fence.describe import describe_result
 from workrail.mcp.transport import build_http_app, open_fence
@@ -33,26 +31,8 @@ CHECKPOINT_PATH = "/v1/tools/workflow-checkpoint"
 @pytest.fixture
 def served(data_dir: Path) -> Iterator[str]:
     """`python -m workrail serve` on a free loopback port; yields its base URL."""
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "workrail", "serve", "--port", str(port)],
-        env=_env(data_dir),
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        _wait_until_accepting(proc, port)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        assert proc.stdout is not None
-        assert proc.stdout.read() == b"", "serve must not write to stdout"
+    with http_subprocess(data_dir, "serve") as base:
+        yield base
 
 
 def _http(

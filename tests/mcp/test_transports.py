@@ -3,8 +3,6 @@ HTTP on a loopback port, each driven by the SDK's own client."""
 
 from __future__ import annotations
 
-import os
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -13,25 +11,10 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.conftest import REFERENCE
 from tests.mcp.conftest import advance_args, ok
+from tests.mcp.servers import ROOT, http_subprocess, server_env
 
 pytestmark = pytest.mark.anyio
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _env(data_dir: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        WORKRAIL_DATA_DIR=str(data_dir),
-        WORKFLOW_STORAGE_PATH=str(REFERENCE / "workflows"),
-        WORKFLOW_INCLUDE_USER="false",
-        WORKFLOW_INCLUDE_PROJECT="false",
-        WORKRAIL_LOG_LEVEL="INFO",
-        WORKRAIL_FENCE_URL="",  # the embedded SQLite fence backend, in the data dir
-    )
-    return env
 
 
 async def _drive(client: Client) -> None:
@@ -46,7 +29,10 @@ async def _drive(client: Client) -> None:
 
 async def test_stdio_subprocess(data_dir: Path) -> None:
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "workrail", "mcp"], env=_env(data_dir), cwd=str(ROOT)
+        command=sys.executable,
+        args=["-m", "workrail", "mcp"],
+        env=server_env(data_dir),
+        cwd=str(ROOT),
     )
     async with Client(params) as client:
         await _drive(client)
@@ -63,7 +49,7 @@ def test_stdio_exits_cleanly_on_eof_and_keeps_stdout_for_protocol(data_dir: Path
         input=init,
         capture_output=True,
         text=True,
-        env=_env(data_dir),
+        env=server_env(data_dir),
         cwd=ROOT,
         timeout=120,
     )
@@ -72,50 +58,10 @@ def test_stdio_exits_cleanly_on_eof_and_keeps_stdout_for_protocol(data_dir: Path
     assert len(lines) == 1 and lines[0].startswith('{"jsonrpc":"2.0","id":1,"result":')
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture
 def http_server(data_dir: Path) -> Iterator[str]:
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "workrail", "mcp", "--http", "--port", str(port)],
-        env=_env(data_dir),
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        _wait_until_accepting(proc, port)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        assert proc.stdout is not None
-        assert proc.stdout.read() == b"", "HTTP mode must not log to stdout"
-
-
-def _wait_until_accepting(proc: subprocess.Popen[bytes], port: int) -> None:
-    """Poll the socket (bounded attempts, each a short connect timeout)."""
-    for _ in range(600):
-        if proc.poll() is not None:
-            raise AssertionError(f"server exited: {proc.stderr.read() if proc.stderr else ''!r}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.1):
-                return
-        except OSError:
-            try:
-                proc.wait(timeout=0.1)
-            except subprocess.TimeoutExpired:
-                pass
-    raise AssertionError("server never accepted connections")
+    with http_subprocess(data_dir, "mcp", "--http") as base:
+        yield f"{base}/mcp"
 
 
 async def test_streamable_http_on_loopback(http_server: str) -> None:

@@ -53,10 +53,7 @@ def advance(
     output: AgentOutput,
     context: dict[str, Any] | None,
 ) -> Result[dict[str, Any], EngineError]:
-    if context is not None:
-        checked = validate_context("continue_workflow", context)
-        if isinstance(checked, Failure):
-            return Failure(checked.failure())
+    """`context`, if any, was validated by the caller (the Engine facade)."""
     artifacts_ok = _check_artifacts(output)
     if artifacts_ok is not None:
         return Failure(artifacts_ok)

@@ -17,6 +17,7 @@ from workrail.engine import rehydrate as rehydrate_uc
 from workrail.engine import start as start_uc
 from workrail.engine import workflows as workflows_uc
 from workrail.engine.advance import AgentOutput
+from workrail.engine.context import validate_context
 from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError, error
 from workrail.engine.loaded import CompiledCache
@@ -27,6 +28,14 @@ Response = Result[dict[str, Any], EngineError]
 
 def _token_error(err: TokenError) -> EngineError:
     return EngineError(code=err.code, message=err.message, details={"suggestion": err.suggestion})
+
+
+def _continue_context(context: dict[str, Any] | None) -> EngineError | None:
+    """continue_workflow validates `context` after the state token, for either intent."""
+    if context is None:
+        return None
+    checked = validate_context("continue_workflow", context)
+    return checked.failure() if isinstance(checked, Failure) else None
 
 
 class Engine:
@@ -47,6 +56,9 @@ class Engine:
         state = self.deps.codec.parse_state(state_token)
         if isinstance(state, Failure):
             return Failure(_token_error(state.failure()))
+        checked = _continue_context(context)
+        if checked is not None:
+            return Failure(checked)
         return rehydrate_uc.rehydrate(
             self.deps, self._compiled, state_token, state.unwrap(), context
         )
@@ -69,6 +81,9 @@ class Engine:
         scope = check_advance_scope(state.unwrap(), ack.unwrap())
         if isinstance(scope, Failure):
             return Failure(_token_error(scope.failure()))
+        checked = _continue_context(context)
+        if checked is not None:
+            return Failure(checked)
         output = AgentOutput(notes_markdown, tuple(artifacts or ()))
         return advance_uc.advance(
             self.deps, self._compiled, state.unwrap(), ack.unwrap(), output, context

@@ -11,7 +11,6 @@ from returns.result import Failure, Result, Success
 from workrail.core.budgets import REHYDRATE_PROMPT_MAX_BYTES, utf8_len
 from workrail.core.session_index import ProjectionError, SessionIndex
 from workrail.core.snapshot import CompleteState
-from workrail.engine.context import validate_context
 from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError, error
 from workrail.engine.loaded import CompiledCache, load_snapshot, resolve_state
@@ -32,10 +31,9 @@ def rehydrate(
     state: StateToken,
     context: dict[str, Any] | None,
 ) -> Result[dict[str, Any], EngineError]:
-    if context is not None:
-        checked = validate_context("continue_workflow", context)
-        if isinstance(checked, Failure):
-            return Failure(checked.failure())
+    """A pure read. `context` is validated by the caller and then ignored, as the
+    reference does: rehydrating never changes the run."""
+    del context
 
     def answer(log: SessionLog) -> Result[dict[str, Any], EngineError]:
         resolved = resolve_state(log, state, "rehydrate")

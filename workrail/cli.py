@@ -441,7 +441,8 @@ def run_checkpoint_resume(args: argparse.Namespace) -> int:
     )
     for key in ("stateToken", "ackToken", "checkpointToken"):
         if key in response:
-            console.print(f"  {key}: {response[key]}", markup=False)
+            # Tokens are copied by hand: never let the terminal width break one in two.
+            console.print(f"  {key}: {response[key]}", markup=False, soft_wrap=True)
     return 0
 
 

@@ -113,7 +113,9 @@ def recovery_context(index: SessionIndex, node_id: str, budget: int) -> Recovery
         downstream: list[str] = []
         if tip is not None and tip != node_id:
             below = list(index.walk_up(tip))
-            path = list(reversed(below[: below.index(node_id) + 1]))
+            # Nodes after this one, towards the tip: their own recaps (this node's recap
+            # is its own work, which the reference leaves out of the downstream section).
+            path = list(reversed(below[: below.index(node_id)]))
             downstream = _take(_recaps_down(index, path), budget // 2)
         ancestry = _take(_recaps_up(index, node_id), budget - _size(downstream))
         ancestry.reverse()  # oldest first, as the prompt reads

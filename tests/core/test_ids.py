@@ -145,3 +145,11 @@ def test_round_trip(raw: bytes, prefix: str) -> None:
     assert ID_RE.fullmatch(text)
     assert id_bytes(text, prefix) == raw  # type: ignore[arg-type]
     assert b32_decode16(text.split("_", 1)[1]) == raw
+
+
+@given(st.binary(min_size=16, max_size=16))
+def test_b32_matches_the_standard_library(raw: bytes) -> None:
+
+    expected = base64.b32encode(raw).decode("ascii").rstrip("=").lower()
+    assert b32_encode16(raw) == expected
+    assert b32_decode16(expected) == raw

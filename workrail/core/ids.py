@@ -6,7 +6,6 @@ passes `os.urandom(16)` (see `workrail.store.local.entropy`).
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import re
 from typing import Final, Literal
@@ -21,21 +20,33 @@ SESSION_ID_RE: Final = re.compile(rf"^sess_{_B32_BODY}$")
 ATTEMPT_NEXT_PREFIX: Final = "wr_attempt_next_v1:"
 
 
+_ALPHABET: Final = "abcdefghijklmnopqrstuvwxyz234567"
+_VALUE: Final = {c: i for i, c in enumerate(_ALPHABET)}
+
+
 def b32_encode16(raw: bytes) -> str:
-    """Lowercase RFC 4648 base32 of exactly 16 bytes, no padding (26 characters)."""
+    """Lowercase RFC 4648 base32 of exactly 16 bytes, no padding (26 characters).
+
+    16 bytes are 128 bits; 26 characters hold 130, so the value is shifted left by the two
+    zero pad bits and read five bits at a time (faster than `base64`, which pads to 40
+    bytes first; every id and token goes through here).
+    """
     if len(raw) != 16:
         raise ValueError("ids carry exactly 16 bytes")
-    return base64.b32encode(raw).decode("ascii").rstrip("=").lower()
+    n = int.from_bytes(raw, "big") << 2
+    return "".join(_ALPHABET[(n >> shift) & 31] for shift in range(125, -1, -5))
 
 
 def b32_decode16(body: str) -> bytes:
     """Inverse of `b32_encode16`; rejects wrong length, alphabet or non-zero pad bits."""
     if len(body) != 26 or re.fullmatch(_B32_BODY, body) is None:
         raise ValueError(f"not a 26-character id body: {body!r}")
-    raw = base64.b32decode(body.upper() + "======")
-    if b32_encode16(raw) != body:
+    n = 0
+    for c in body:
+        n = (n << 5) | _VALUE[c]
+    if n & 3:
         raise ValueError(f"non-canonical id body: {body!r}")
-    return raw
+    return (n >> 2).to_bytes(16, "big")
 
 
 def make_id(prefix: IdPrefix | Literal["wf"], raw: bytes) -> str:

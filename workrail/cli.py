@@ -116,11 +116,16 @@ def _add_mcp(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Serve WorkRail's MCP tools. Logs go to stderr or --log-file, never stdout.",
     )
     mcp.add_argument("--http", action="store_true", help="serve Streamable HTTP at /mcp")
-    mcp.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default loopback)")
-    mcp.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
-    _add_log_flags(mcp)
-    _add_config_flags(mcp, top_level=False)
+    _add_server_flags(mcp)
     mcp.set_defaults(handler=run_mcp)
+
+
+def _add_server_flags(parser: argparse.ArgumentParser) -> None:
+    """Bind address, port, logging and data/workflow locations, shared by mcp and serve."""
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default loopback)")
+    parser.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+    _add_log_flags(parser)
+    _add_config_flags(parser, top_level=False)
 
 
 # --- serve ------------------------------------------------------------------------------
@@ -149,10 +154,7 @@ def _add_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         description="One HTTP server: the MCP endpoint at /mcp and GET/POST "
         "/v1/tools/workflow-checkpoint. Binds to loopback unless --host says otherwise.",
     )
-    serve.add_argument("--host", default="127.0.0.1", help="bind address (default loopback)")
-    serve.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    _add_log_flags(serve)
-    _add_config_flags(serve, top_level=False)
+    _add_server_flags(serve)
     serve.set_defaults(handler=run_serve)
 
 

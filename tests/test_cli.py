@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -247,3 +249,33 @@ def test_sessions_show_corrupt_tail_renders_its_prefix(
     out = capsys.readouterr().out
     assert "refuses to advance or checkpoint, but can still be read" in out
     assert "corrupt_tail" in out and "plan" in out
+
+
+def test_sessions_show_prints_notes_with_markup_characters_verbatim(tmp_path: Path) -> None:
+
+    data = tmp_path / "data"
+    engine = make_engine(data)
+    r = engine.start_workflow("probe-flow").unwrap()
+    notes = "Checked `xs[/]` handling and [bold] tags"
+    engine.advance(r["stateToken"], r["ackToken"], notes_markdown=notes).unwrap()
+    sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
+    out = subprocess.run(
+        [sys.executable, "-m", "workrail", "--data-dir", str(data), "sessions", "show", sid],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    assert notes in out.stdout
+
+
+def test_a_failed_demo_still_reports_the_checks_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    import workrail.demo as demo
+
+    monkeypatch.setitem(demo.NOTES, "plan", "too short")
+    printed: list[str] = []
+    assert demo.run_demo(as_json=True, printer=printed.append) == 1
+    report = json.loads(printed[0])
+    assert report["ok"] is False and report["failure"]
+    assert report["checks"] and report["sessionId"].startswith("sess_")

@@ -193,20 +193,24 @@ def _first_line(text: str, width: int = 72) -> str:
 def session_tree(view: SessionView) -> Tree:
     """The run DAG as a rich tree: nodes, edge kinds, checkpoints, forks, tips and notes."""
     root = Tree(
-        f"[bold]{view.session_id}[/]  {view.workflow_id}  [cyan]{view.status}[/]  "
+        f"[bold]{view.session_id}[/]  {escape(view.workflow_id)}  [cyan]{escape(view.status)}[/]  "
         f"({view.event_count} events)"
     )
     for run in view.runs:
         branch = root.add(
-            f"run [bold]{run.run_id}[/]  {run.workflow_id}  {run.workflow_hash[:19]}…"
+            f"run [bold]{run.run_id}[/]  {escape(run.workflow_id)}  {run.workflow_hash[:19]}…"
         )
         for node_id in run.roots:
             _add_node(branch, run, node_id)
     if not view.is_healthy:
         reason = view.health.get("reason") or {}
         root.add(
-            f"[red]health: {view.health.get('kind')}[/]"
-            + (f" [dim]({reason.get('code')}: {reason.get('message')})[/]" if reason else "")
+            f"[red]health: {escape(str(view.health.get('kind')))}[/]"
+            + (
+                f" [dim]({escape(str(reason.get('code')))}: {escape(str(reason.get('message')))})[/]"
+                if reason
+                else ""
+            )
         )
     if not view.runs and view.is_healthy:
         root.add("[dim]no runs[/]")
@@ -216,7 +220,9 @@ def session_tree(view: SessionView) -> Tree:
 def _node_label(run: RunView, node: NodeView) -> str:
     mark = _KIND_MARK.get(node.kind, "○")
     parts = [
-        f"{mark} [bold]{node.step_id or node.state}[/]" if node.step_id else f"{mark} {node.state}"
+        f"{mark} [bold]{escape(node.step_id or node.state)}[/]"
+        if node.step_id
+        else f"{mark} {escape(node.state)}"
     ]
     if node.kind != "step":
         parts.append(f"[magenta]{node.kind}[/]")
@@ -241,9 +247,9 @@ def _add_node(parent: Tree, run: RunView, node_id: str) -> None:
         node = run.nodes[current]
         branch = parent.add(_node_label(run, node))
         for note in node.notes:
-            branch.add(f"[italic]notes:[/] {_first_line(note)}")
+            branch.add(f"[italic]notes:[/] {escape(_first_line(note))}")
         if node.artifacts:
-            branch.add(f"[italic]artifacts:[/] {node.artifacts}")
+            branch.add(f"[italic]artifacts:[/] {escape(str(node.artifacts))}")
         children = [c for c in node.children if c in run.nodes]
         if len(children) == 1:
             current = children[0]
@@ -287,7 +293,7 @@ def _show_session(backend: LocalBackend, session_id: str, as_json: bool) -> int:
         if as_json:
             print(json.dumps({"error": {"code": "NOT_FOUND", "message": message}}))
         else:
-            Console(stderr=True).print(f"[red]{message}[/]")
+            Console(stderr=True).print(f"[red]{escape(message)}[/]")
         return 1
     view = load_session(backend, session_id, mtime_activity(backend.layout.session_dir))
     if as_json:
@@ -438,8 +444,8 @@ def run_checkpoint_resume(args: argparse.Namespace) -> int:
     pending = response.get("pending") or {}
     console = Console(highlight=False)
     console.print(
-        f"Resumed in a new session. Pending step: [bold]{pending.get('stepId')}[/] "
-        f"({pending.get('title')})"
+        f"Resumed in a new session. Pending step: [bold]{escape(str(pending.get('stepId')))}[/] "
+        f"({escape(str(pending.get('title')))})"
     )
     for key in ("stateToken", "ackToken", "checkpointToken"):
         if key in response:

@@ -252,6 +252,10 @@ async def _script(client: Client, report: Report) -> str:
         "workflow complete",
         r.get("isComplete") is True and r.get("nextIntent") == "complete" and r["nextCall"] is None,
     )
+    return _first_session(report)
+
+
+def _first_session(report: Report) -> str:
     ids = LocalBackend.open(report.data_dir).sessions.session_ids()
     return ids[0] if ids else ""
 
@@ -267,11 +271,11 @@ def _server_params(data_dir: Path) -> StdioServerParameters:
     return StdioServerParameters(command=sys.executable, args=["-m", "workrail", "mcp"], env=env)
 
 
-async def drive(data_dir: Path, console: Console) -> tuple[Report, str]:
-    report = Report(console, data_dir)
-    async with Client(_server_params(data_dir)) as client:
-        session_id = await _script(client, report)
-    return report, session_id
+async def drive(report: Report) -> str:
+    """Run the script against a fresh server; checks accumulate in `report` as they pass,
+    so a failure still leaves the checks made so far."""
+    async with Client(_server_params(report.data_dir)) as client:
+        return await _script(client, report)
 
 
 def _reason(exc: BaseException) -> str:
@@ -300,9 +304,10 @@ def run_demo(
     session_id = ""
     failure: str | None = None
     try:
-        report, session_id = anyio.run(drive, data_dir, console)
+        session_id = anyio.run(drive, report)
     except Exception as exc:  # a failed check, or the server or transport broke
         failure = _reason(exc)
+        session_id = _first_session(report)
     if session_id:
         view = load_session(LocalBackend.open(data_dir), session_id)
         console.print("\n[bold cyan]▶ The session's run DAG[/]")

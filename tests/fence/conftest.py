@@ -10,6 +10,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 import redis
 
 from workrail.fence.backend import FenceBackend
+from workrail.fence.identity import key_check
 from workrail.fence.ratelimit import RateLimits
 from workrail.fence.redis_backend import RedisBackend
 from workrail.fence.service import FenceService
@@ -53,20 +55,23 @@ class RedisServer:
     port: int
 
 
-@pytest.fixture(scope="session")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    """A throwaway redis-server on 127.0.0.1; fails (not skips) under CI when missing."""
+def redis_binary() -> str:
+    """redis-server's path; skips the test, or fails it under CI, when it is missing."""
     binary = shutil.which("redis-server")
     if binary is None:
         message = "redis-server is not on PATH; run scripts/ci_services.sh to install it"
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
-    port = free_port()
-    workdir = tmp_path_factory.mktemp("redis")
+    return binary
+
+
+@contextmanager
+def running_redis(port: int, workdir: Path) -> Iterator[RedisServer]:
+    """A throwaway redis-server on 127.0.0.1:`port`, answering PING before it is yielded."""
     proc = subprocess.Popen(
         [
-            binary,
+            redis_binary(),
             "--port",
             str(port),
             "--bind",
@@ -99,6 +104,13 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
         proc.wait(timeout=10)
 
 
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """One redis-server for the session; tests keep apart by key prefix or database number."""
+    with running_redis(free_port(), tmp_path_factory.mktemp("redis")) as server:
+        yield server
+
+
 BackendFactory = Callable[[], FenceBackend]
 
 
@@ -110,7 +122,7 @@ def _sqlite_factory(request: pytest.FixtureRequest, tmp_path: Path) -> BackendFa
 def _redis_factory(request: pytest.FixtureRequest, tmp_path: Path) -> BackendFactory:
     server: RedisServer = request.getfixturevalue("redis_server")
     prefix = f"test:{uuid.uuid4().hex}:"
-    return lambda: RedisBackend(server.url, prefix=prefix)
+    return lambda: RedisBackend(server.url, key_check=key_check(KEY), prefix=prefix)
 
 
 # Add a backend here and the whole contract suite runs against it.

@@ -54,3 +54,20 @@ def test_env_overrides_rate_limits(tmp_path: Path) -> None:
     service.close()
     with pytest.raises(ValueError):
         open_fence_service(tmp_path, {"WORKRAIL_FENCE_GLOBAL_RPM": "-1"})
+
+
+def test_data_dir_from_the_environment_expands_the_home_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home, elsewhere = tmp_path / "home", tmp_path / "cwd"
+    home.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(elsewhere)
+    env = {"WORKRAIL_DATA_DIR": "~/x"}
+    assert run_cli(["fence", "pause"], env) == 0
+    assert (home / "x" / "fence" / "fence.sqlite3").exists()
+    assert not (elsewhere / "~").exists()
+    service = open_fence_service(home / "x", env)
+    assert service.backend.is_paused()
+    service.close()

@@ -13,6 +13,7 @@ import pytest
 from tests.fence.conftest import KEY, RedisServer
 from tests.fence.helpers import claim
 from workrail.fence.backend import FenceBackend
+from workrail.fence.identity import key_check
 from workrail.fence.ratelimit import RateLimits
 from workrail.fence.redis_backend import RedisBackend
 from workrail.fence.service import FenceService
@@ -25,7 +26,7 @@ def _open(spec: tuple[str, str, str]) -> FenceBackend:
     kind, location, prefix = spec
     if kind == "sqlite":
         return SqliteBackend(Path(location))
-    return RedisBackend(location, prefix=prefix)
+    return RedisBackend(location, key_check=key_check(KEY), prefix=prefix)
 
 
 def _contend(

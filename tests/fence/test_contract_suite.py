@@ -109,6 +109,30 @@ def test_recovery_requirement_survives_an_unresolved_recovery_generation(
     assert (third["generation"], third["recovery_required"]) == (3, True)
 
 
+def test_a_recovery_generation_cannot_give_up_without_evidence(
+    service: FenceService, clock: ManualClock
+) -> None:
+    ok(service, claim(HOLDER_A, retry_failed=True))
+    ok(service, transition("claimed", "external_result_uncertain"))
+    clock.advance(120)  # A may have acted, then crashed
+    assert ok(service, claim(HOLDER_B, retry_failed=True))["recovery_required"] is True
+    give_up = transition("claimed", "failed", generation=2, holder=HOLDER_B)
+    assert error_code(service, give_up) == "INVALID_TRANSITION"
+    # Otherwise retry_failed would start generation 3 without the recovery requirement.
+    assert (ok(service, status())["stage"], ok(service, status())["generation"]) == ("claimed", 2)
+    checked = transition(
+        "claimed",
+        "failed",
+        generation=2,
+        holder=HOLDER_B,
+        evidence=True,
+        observation="obs-checked-not-done",
+    )
+    assert ok(service, checked)["stage"] == "failed"
+    third = ok(service, claim(HOLDER_B, retry_failed=True))
+    assert (third["generation"], third["recovery_required"]) == (3, False)
+
+
 def test_failed_is_reclaimable_only_with_retry_failed(
     service: FenceService, clock: ManualClock
 ) -> None:
@@ -444,9 +468,14 @@ def test_idempotency_key_replays_the_first_reply(service: FenceService, clock: M
     assert again.replayed and again.body == first.body
     other = service.execute(claim(HOLDER_B), client_id="t", idempotency_key="idem-0001-claim")
     assert other.body["error"]["code"] == "INVALID_INPUT"
-    clock.advance(24 * 3600)
-    expired = service.execute(status(), client_id="t", idempotency_key="idem-0001-claim")
-    assert expired.body["error"]["code"] == "CHECKPOINT_NOT_FOUND"
+    clock.advance(24 * 3600 - 10 - 1)  # 24 h - 1 s after the first use: still kept
+    kept = service.execute(claim(), client_id="t", idempotency_key="idem-0001-claim")
+    assert kept.replayed and kept.body == first.body
+    clock.advance(2)  # 24 h + 1 s: forgotten, so the claim runs again (the state expired too)
+    expired = service.execute(claim(), client_id="t", idempotency_key="idem-0001-claim")
+    assert not expired.replayed
+    assert expired.body["result"]["observed_at"] != first.body["result"]["observed_at"]
+    assert expired.body["result"]["acquired"] is True
 
 
 def test_example_input_is_valid() -> None:

@@ -66,3 +66,12 @@ def test_bad_json_and_rate_limit_headers(backend: FenceBackend, clock: ManualClo
     assert limited.status_code == 429
     assert limited.headers["Retry-After"] == "60"
     assert limited.json()["error"]["retryable"] is True
+
+
+def test_a_body_over_16_kib_is_refused(service: FenceService) -> None:
+    oversized = b'{"action": "status", "pad": "' + b"x" * (16 * 1024) + b'"}'
+    response = client_for(service).post(
+        URL, content=oversized, headers={"Content-Type": "application/json"}
+    )
+    assert (response.status_code, response.json()["error"]["code"]) == (400, "INVALID_INPUT")
+    assert "16 KiB" in response.json()["error"]["message"]

@@ -83,7 +83,9 @@ def summary(decision: Decision) -> Any:
 def test_lua_and_python_decide_alike(
     redis_server: RedisServer, data: st.DataObject, retry: bool, length: int
 ) -> None:
-    redis_backend = RedisBackend(redis_server.url, prefix=f"diff:{uuid.uuid4().hex}:")
+    redis_backend = RedisBackend(
+        redis_server.url, key_check="differential", prefix=f"diff:{uuid.uuid4().hex}:"
+    )
     stored: CheckpointRecord | None = None
     now = 1_785_000_000_000
     try:

@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 from mcp import Client
 from mcp.server import MCPServer
+from pydantic import TypeAdapter
 
-from tests.fence.helpers import claim, transition
-from workrail.fence.contract import CheckpointOutput
-from workrail.fence.mcp_tool import TOOL_NAME, register_effect_checkpoint
+from tests.fence.conftest import KEY, ManualClock
+from tests.fence.helpers import claim, status, transition
+from workrail.fence.backend import FenceBackend
+from workrail.fence.contract import INPUT_MODELS, CheckpointOutput, EvidenceType
+from workrail.fence.mcp_tool import TOOL_NAME, effect_checkpoint_tool
+from workrail.fence.ratelimit import RateLimits
 from workrail.fence.service import FenceService
 
 
 def call_all(service: FenceService, calls: list[dict[str, Any]]) -> list[Any]:
-    server = MCPServer("fence-test")
-    register_effect_checkpoint(server, service)
+    server = MCPServer("fence-test", tools=[effect_checkpoint_tool(service)])
 
     async def go() -> list[Any]:
         async with Client(server) as client:
@@ -26,8 +30,7 @@ def call_all(service: FenceService, calls: list[dict[str, Any]]) -> list[Any]:
 
 
 def test_tool_is_listed_with_schema_and_annotations(service: FenceService) -> None:
-    server = MCPServer("fence-test")
-    register_effect_checkpoint(server, service)
+    server = MCPServer("fence-test", tools=[effect_checkpoint_tool(service)])
 
     async def go() -> Any:
         async with Client(server) as client:
@@ -67,3 +70,45 @@ def test_invalid_arguments_come_back_as_invalid_input(service: FenceService) -> 
     (bad,) = call_all(service, [claim() | {"claim_ttl_seconds": "soon"}])
     assert bad.is_error is True
     assert bad.structured_content["error"]["code"] == "INVALID_INPUT"
+
+
+def test_unknown_fields_are_invalid_input_not_dropped(service: FenceService) -> None:
+    typo = transition("claimed", "caller_verified", evidence=True)
+    typo["evidence_fingerprnt"] = typo.pop("evidence_fingerprint")
+    extra, misspelt, after = call_all(service, [claim() | {"bogus_field": 1}, typo, status()])
+    for result in (extra, misspelt):
+        assert result.is_error is True
+        error = result.structured_content["error"]
+        assert error["code"] == "INVALID_INPUT"
+    assert "bogus_field" in extra.structured_content["error"]["message"]
+    assert "evidence_fingerprnt" in misspelt.structured_content["error"]["message"]
+    assert after.structured_content["error"]["code"] == "CHECKPOINT_NOT_FOUND"  # nothing ran
+
+
+def test_advertised_schema_is_closed_and_generated_from_the_contract(
+    service: FenceService,
+) -> None:
+    server = MCPServer("fence-test", tools=[effect_checkpoint_tool(service)])
+
+    async def go() -> Any:
+        async with Client(server) as client:
+            return (await client.list_tools()).tools
+
+    (tool,) = asyncio.run(go())
+    schema = tool.input_schema
+    assert schema["additionalProperties"] is False
+    evidence = dict(schema["properties"]["evidence_type"])
+    assert evidence.pop("description")
+    assert evidence == TypeAdapter(EvidenceType | None).json_schema()
+    assert set(schema["properties"]) == {
+        name for model in INPUT_MODELS for name in model.model_fields
+    }
+
+
+def test_one_mcp_client_shares_one_rate_budget(backend: FenceBackend, clock: ManualClock) -> None:
+    """The SDK builds a new session object per request, so the budget must not key on it."""
+    limited = FenceService(backend, KEY, clock, RateLimits(client_rpm=2, global_rpm=0))
+    replies = call_all(limited, [status(), status(), status()])
+    codes = [json.loads(r.content[0].text).get("error", {}).get("code") for r in replies]
+    assert codes[:2] != ["RATE_LIMITED"] * 2
+    assert codes[2] == "RATE_LIMITED"

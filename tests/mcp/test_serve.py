@@ -16,11 +16,13 @@ from mcp import Client
 from starlette.testclient import TestClient
 
 from tests.engine.conftest import make_engine
+from tests.fence.conftest import free_port
 from tests.fence.helpers import claim
 from tests.mcp.conftest import ok
 from tests.mcp.servers import http_subprocess
 from workrail.fence import FenceService
 from workrail.fence.describe import describe_result
+from workrail.mcp import build_server
 from workrail.mcp.transport import build_http_app, open_fence
 
 pytestmark = pytest.mark.anyio
@@ -93,8 +95,31 @@ async def test_effect_checkpoint_claim_in_memory(full_client: Client) -> None:
     assert again.structured_content["acquired"] is False
 
 
-def test_unopenable_fence_backend_is_a_warning_not_a_crash(
+def test_a_bad_fence_setting_is_a_warning_not_a_crash(
     data_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     assert open_fence(data_dir, {"WORKRAIL_FENCE_URL": "ftp://nowhere"}) is None
     assert "effect_checkpoint is disabled" in caplog.text
+
+
+async def test_unreachable_redis_keeps_the_tool_and_answers_dependency_unavailable(
+    data_dir: Path,
+) -> None:
+    fence = open_fence(data_dir, {"WORKRAIL_FENCE_URL": f"redis://127.0.0.1:{free_port()}/0"})
+    assert fence is not None
+    engine = make_engine(data_dir)
+    with TestClient(build_http_app(engine, fence), base_url="http://127.0.0.1:8000") as http:
+        down = http.post(CHECKPOINT_PATH, json=claim(), headers={"Idempotency-Key": "down-0001"})
+        assert down.status_code == 503
+        assert down.json()["error"]["code"] == "DEPENDENCY_UNAVAILABLE"
+        assert down.headers["Retry-After"] == "1"
+        assert http.get(CHECKPOINT_PATH).status_code == 200
+    async with Client(build_server(engine, fence)) as client:
+        names = [t.name for t in (await client.list_tools()).tools]
+        assert "effect_checkpoint" in names
+        called = await client.call_tool("effect_checkpoint", claim())
+        assert called.is_error is True
+        assert called.structured_content is not None
+        assert called.structured_content["error"]["code"] == "DEPENDENCY_UNAVAILABLE"
+        assert called.structured_content["error"]["retryable"] is True
+    fence.close()

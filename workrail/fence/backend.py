@@ -8,7 +8,7 @@ the service turns that into the retryable DEPENDENCY_UNAVAILABLE envelope.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final, Literal, Protocol
+from typing import Any, ClassVar, Final, Literal, Protocol
 
 from workrail.fence.decide import Decision
 from workrail.fence.ratelimit import RateLimits
@@ -21,7 +21,25 @@ Gate = Literal["open", "paused"] | int
 
 
 class BackendUnavailable(Exception):
-    """The backend could not be reached or did not answer; nothing was written."""
+    """The backend could not be reached or did not answer. Whatever it was asked to do was
+    applied entirely or not at all (a lost answer may hide a committed action, so a retry
+    must be the same request). `client_message` is what the caller is told."""
+
+    client_message: ClassVar[str] = (
+        "The checkpoint store is unavailable; nothing is ever half-written. Retry the same"
+        " request (same Idempotency-Key and observation_key) shortly."
+    )
+
+
+class FenceKeyMismatch(BackendUnavailable):
+    """This server digests identities with another fence key than the shared store records:
+    it cannot see the checkpoints there, so it must not act on them."""
+
+    client_message: ClassVar[str] = (
+        "This server's keys/fence.key differs from the one the shared checkpoint store was"
+        " first used with, so it is refused; nothing was written. An operator must copy the"
+        " same keys/fence.key to every machine that shares the store."
+    )
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,13 @@
 -- One checkpoint action, atomically: a port of workrail/fence/decide.py (keep them in step;
 -- the shared contract suite runs both). Time comes from ARGV (the caller's injected clock),
 -- never from Redis TIME; the key's PX TTL only reclaims memory after state_ttl.
--- KEYS[1]  checkpoint key
+-- KEYS[1]  checkpoint key    KEYS[2] fence-key check (recorded once, no expiry)
 -- ARGV[1]  now (epoch ms)   ARGV[2] command JSON   ARGV[3] max generations
 -- ARGV[4]  max observations ARGV[5] safety margin (ms)
--- Returns JSON: {"reason": "..."} or {"record": {...}, "flags": {...}}.
+-- ARGV[6]  the caller's fence-key check digest
+-- Returns JSON: {"reason": "..."} or {"record": {...}, "flags": {...}}. The reason
+-- "key_mismatch" (not a decision: the caller digests identities with another fence key, so it
+-- cannot see the checkpoints stored here) is checked before anything is read or written.
 
 local key = KEYS[1]
 local now = tonumber(ARGV[1])
@@ -17,6 +20,13 @@ local NULL = cjson.null
 local function isnull(v) return v == nil or v == NULL end
 
 local function reject(reason) return cjson.encode({reason = reason}) end
+
+local recorded_key = redis.call('GET', KEYS[2])
+if not recorded_key then
+  redis.call('SET', KEYS[2], ARGV[6])
+elseif recorded_key ~= ARGV[6] then
+  return reject('key_mismatch')
+end
 
 local function accept(rec, flags)
   if flags.changed then
@@ -104,7 +114,7 @@ end
 local function evidence_required()
   if cmd.to_stage == 'caller_verified' or cmd.to_stage == 'compensated' then return true end
   if cmd.from_stage == 'external_result_uncertain' then return true end
-  return cmd.to_stage == 'external_result_uncertain' and rec.recovery_required
+  return rec.recovery_required
 end
 
 local function transition()

@@ -12,17 +12,11 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from workrail.fence.backend import BackendUnavailable
 from workrail.fence.service import open_fence_service
-
-DATA_DIR_ENV: Final = "WORKRAIL_DATA_DIR"
-
-
-def default_data_dir(env: Mapping[str, str]) -> Path:
-    configured = env.get(DATA_DIR_ENV, "").strip()
-    return Path(configured) if configured else Path.home() / ".workrail" / "data"
+from workrail.store.local.layout import DATA_DIR_ENV, default_data_dir
 
 
 def add_subcommands(subparsers: Any) -> argparse.ArgumentParser:
@@ -45,10 +39,10 @@ def add_subcommands(subparsers: Any) -> argparse.ArgumentParser:
 def run_fence_command(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
     """Execute a parsed `fence` command; returns the process exit code."""
     environ = os.environ if env is None else env
-    data_dir = args.data_dir or default_data_dir(environ)
+    data_dir = args.data_dir or default_data_dir(dict(environ))
     try:
         service = open_fence_service(data_dir, environ)
-    except (BackendUnavailable, ValueError) as exc:
+    except (BackendUnavailable, ValueError, OSError) as exc:
         print(f"workrail fence: {exc}", file=sys.stderr)
         return 2
     try:

@@ -110,8 +110,8 @@ REASONS: Final[dict[str, tuple[ErrorCode, str]]] = {
     "evidence_required": (
         "INVALID_TRANSITION",
         "This transition needs evidence: caller_verified, compensated, leaving"
-        " external_result_uncertain, and acting in a recovery_required generation all need"
-        " evidence_type and evidence_fingerprint.",
+        " external_result_uncertain, and every transition in a recovery_required generation"
+        " need evidence_type and evidence_fingerprint.",
     ),
     "safety_margin": (
         "INVALID_TRANSITION",
@@ -246,7 +246,10 @@ def _evidence_required(current: CheckpointRecord, cmd: TransitionCommand) -> boo
         return True
     if cmd.from_stage == "external_result_uncertain":
         return True
-    return cmd.to_stage == "external_result_uncertain" and current.recovery_required
+    # In a recovery_required generation an earlier holder may have acted, so every move out
+    # of claimed needs proof of the check: acting again, and also giving up (`failed`, which
+    # with retry_failed would start a generation that no longer requires recovery).
+    return current.recovery_required
 
 
 def decide_transition(

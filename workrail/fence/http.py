@@ -32,6 +32,19 @@ def _response(reply: Reply) -> JSONResponse:
     return JSONResponse(reply.body, status_code=reply.status, headers=headers)
 
 
+async def _read_at_most(request: Request, limit: int) -> bytes | None:
+    """The body, or None as soon as it is known to exceed `limit` (never buffered whole)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return None
+    return bytes(body)
+
+
 def fence_routes(service: FenceService) -> list[Route]:
     """GET/POST /v1/tools/workflow-checkpoint for `service`."""
 
@@ -42,8 +55,8 @@ def fence_routes(service: FenceService) -> list[Route]:
         return JSONResponse(doc)
 
     async def execute(request: Request) -> Response:
-        raw = await request.body()
-        if len(raw) > MAX_BODY_BYTES:
+        raw = await _read_at_most(request, MAX_BODY_BYTES)
+        if raw is None:
             return _response(
                 error_reply(FenceError("INVALID_INPUT", "Request body is larger than 16 KiB."))
             )

@@ -1,14 +1,19 @@
 """Keyed HMAC-SHA256 digests: the only form in which caller identifiers are stored or returned.
 
-The fence key is derived from the keyring's current key, so it never appears at rest beside
-the data. Holder and observation digests are scoped to the workflow, so the same holder is
-not linkable across workflows. Machines sharing one Valkey/Redis must share the keyring.
+The fence key is its own secret, `keys/fence.key` (32 random bytes, mode 0600), created once
+and never rotated: `workrail keys rotate` changes the token keyring only, because a changed
+fence key would make every live checkpoint invisible and let a second holder acquire the
+same side effect. Holder and observation digests are scoped to the workflow, so the same
+holder is not linkable across workflows. Machines sharing one Valkey/Redis must share
+`keys/fence.key`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import os
+from pathlib import Path
 from typing import Final
 
 from workrail.core.canonical import canonical_bytes
@@ -25,14 +30,32 @@ from workrail.fence.record import (
     StatusCommand,
     TransitionCommand,
 )
-from workrail.store.local.keyring import Keyring
+from workrail.store.local.fsio import create_exclusive
 
-_DERIVATION_LABEL: Final = b"workrail.fence.v1"
+FENCE_KEY_BYTES: Final = 32
 
 
-def fence_key(keyring: Keyring) -> bytes:
-    """A sub-key for the fence only, so its digests cannot be confused with token MACs."""
-    return hmac.new(keyring.current, _DERIVATION_LABEL, hashlib.sha256).digest()
+class FenceKeyCorrupt(ValueError):
+    """`keys/fence.key` exists but is not 32 bytes: a bad setting, reported, never replaced."""
+
+
+def fence_key_path(data_dir: Path) -> Path:
+    return data_dir / "keys" / "fence.key"
+
+
+def load_or_create_fence_key(data_dir: Path) -> bytes:
+    """The fence key, created (0600) on first use. Processes racing to create it all end up
+    with the one that was published first."""
+    path = fence_key_path(data_dir)
+    if not path.exists():
+        create_exclusive(path, os.urandom(FENCE_KEY_BYTES))
+    key = path.read_bytes()
+    if len(key) != FENCE_KEY_BYTES:
+        raise FenceKeyCorrupt(
+            f"keys/fence.key must hold exactly {FENCE_KEY_BYTES} bytes; restore it from a"
+            " machine that shares this fence backend (it is never regenerated automatically)."
+        )
+    return key
 
 
 def keyed_hex(key: bytes, *parts: str | int | None) -> str:

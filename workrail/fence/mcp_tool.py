@@ -1,29 +1,28 @@
 """The `effect_checkpoint` MCP tool: the checkpoint contract for agents.
 
 Arguments are flat (one object with `action` plus the fields that action needs) because many
-clients refuse a top-level `oneOf`; the advertised schema still carries every bound and enum,
-and the service validates against the exact contract so a bad call comes back as the
-INVALID_INPUT envelope the model can read, not as an opaque SDK error.
+clients refuse a top-level `oneOf`; the advertised schema is generated from the contract's
+input models, so it carries every bound and enum. The tool is a prebuilt SDK `Tool` whose
+argument step passes the raw arguments through (as the workflow tools do): the service
+validates them against the exact contract (unknown fields included), so a bad call comes
+back as the INVALID_INPUT envelope the model can read, never silently trimmed.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Final
+from typing import Any, Final
 
 import anyio.to_thread
-from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field, WithJsonSchema
 
-from workrail.fence.contract import (
-    ACTIONS,
-    HMAC_DIGEST_PATTERN,
-    NAMESPACE_PATTERN,
-    STAGES,
-)
+from workrail.fence.contract import ACTIONS, INPUT_MODELS
+from workrail.fence.describe import model_schema
 from workrail.fence.service import FenceService, Reply
+from workrail.mcp.server import _RawArguments
 
 TOOL_NAME: Final = "effect_checkpoint"
 
@@ -38,9 +37,10 @@ side effect, your own random `holder`, the TTLs and retry_failed. Act only if \
 working: stand down. If `recovery_required` is true, a previous holder may already have \
 acted: check the external system first.
 2. Before acting, `transition` claimed -> external_result_uncertain (needs at least 15 s of \
-claim left; in a recovery_required generation it also needs evidence of your check).
-3. After acting, `transition` to caller_verified (evidence_type + evidence_fingerprint \
-required), failed, or compensated. Use a fresh observation_key per transition and reuse it \
+claim left). In a recovery_required generation every transition, failed included, needs \
+evidence of your check of the external system.
+3. After acting, `transition` to caller_verified, failed, or compensated (evidence_type + \
+evidence_fingerprint required). Use a fresh observation_key per transition and reuse it \
 only to retry that same transition.
 4. `abandon` releases a claim you no longer need, before acting. `status` reads.
 The tool never contacts the external service: external_proof is always false. Identifiers \
@@ -48,142 +48,59 @@ are stored only as keyed digests and expire after state_ttl_seconds. Errors come
 {"ok": false, "error": {code, message, retryable, retry_after_seconds, recovery}}."""
 
 
-_NULLABLE_EVIDENCE_TYPE: Final = {
-    "anyOf": [
-        {
-            "type": "string",
-            "enum": [
-                "provider_idempotency_result",
-                "atomic_unique_result",
-                "stable_marker_readback",
-                "conditional_write_result",
-                "delivery_status",
-                "durable_result_readback",
-                "manual_review",
-            ],
-        },
-        {"type": "null"},
-    ]
+# What each flat argument means to an agent; bounds, patterns and enums come from the models.
+_DESCRIPTIONS: Final[dict[str, str]] = {
+    "action": "claim | transition | status | abandon.",
+    "namespace": (
+        "All actions. <scope>:<fresh UUID v4>, e.g. 'pr-open:<uuid4>'. New UUID per independent"
+        " workflow; share it only with participating agents."
+    ),
+    "workflow_key": "All actions. Stable name of the one side effect, 16-256 characters.",
+    "holder": (
+        "claim, transition, abandon. Your own random worker id, 16-128 characters, kept secret."
+    ),
+    "claim_ttl_seconds": (
+        "claim. Seconds the claim lasts (60-3600); fixed when the checkpoint is created."
+    ),
+    "state_ttl_seconds": (
+        "claim. Seconds the whole checkpoint lives (60-3600), counted from its creation; fixed."
+    ),
+    "retry_failed": "claim. Whether a failed checkpoint may be claimed again; fixed at creation.",
+    "expected_generation": "transition, abandon. The generation your claim returned (1-16).",
+    "from_stage": "transition. The stage you believe is current.",
+    "to_stage": "transition. The stage to record.",
+    "observation_key": (
+        "transition. Fresh random key per transition (16-128 characters); resend it only to"
+        " retry the identical transition."
+    ),
+    "evidence_type": (
+        "transition. Kind of evidence you checked; required (with the fingerprint) for"
+        " caller_verified, compensated, leaving external_result_uncertain, and every transition"
+        " in a recovery_required generation. Null or omitted otherwise."
+    ),
+    "evidence_fingerprint": (
+        "transition. 'hmac-sha256:<64 hex>' computed by you over the evidence; never the"
+        " evidence itself."
+    ),
 }
 
-Action = Annotated[
-    Any,
-    Field(description="claim | transition | status | abandon."),
-    WithJsonSchema({"type": "string", "enum": list(ACTIONS)}),
-]
-Namespace = Annotated[
-    Any,
-    Field(
-        description=(
-            "All actions. <scope>:<fresh UUID v4>, e.g. 'pr-open:<uuid4>'. New UUID per independent"
-            " workflow; share it only with participating agents."
-        )
-    ),
-    WithJsonSchema(
-        {"type": "string", "minLength": 38, "maxLength": 77, "pattern": NAMESPACE_PATTERN}
-    ),
-]
-WorkflowKey = Annotated[
-    Any,
-    Field(description=("All actions. Stable name of the one side effect, 16-256 characters.")),
-    WithJsonSchema({"type": "string", "minLength": 16, "maxLength": 256}),
-]
-Holder = Annotated[
-    Any,
-    Field(
-        description=(
-            "claim, transition, abandon. Your own random worker id, 16-128 characters, kept secret."
-        )
-    ),
-    WithJsonSchema({"type": "string", "minLength": 16, "maxLength": 128}),
-]
-ClaimTtl = Annotated[
-    Any,
-    Field(
-        description=(
-            "claim. Seconds the claim lasts (60-3600); fixed when the checkpoint is created."
-        )
-    ),
-    WithJsonSchema({"type": "integer", "minimum": 60, "maximum": 3600}),
-]
-StateTtl = Annotated[
-    Any,
-    Field(
-        description=(
-            "claim. Seconds the whole checkpoint lives (60-3600), counted from its creation; fixed."
-        )
-    ),
-    WithJsonSchema({"type": "integer", "minimum": 60, "maximum": 3600}),
-]
-RetryFailed = Annotated[
-    Any,
-    Field(
-        description=("claim. Whether a failed checkpoint may be claimed again; fixed at creation.")
-    ),
-    WithJsonSchema({"type": "boolean"}),
-]
-ExpectedGeneration = Annotated[
-    Any,
-    Field(description=("transition, abandon. The generation your claim returned (1-16).")),
-    WithJsonSchema({"type": "integer", "minimum": 1, "maximum": 16}),
-]
-FromStage = Annotated[
-    Any,
-    Field(description=("transition. The stage you believe is current.")),
-    WithJsonSchema({"type": "string", "enum": list(STAGES)}),
-]
-ToStage = Annotated[
-    Any,
-    Field(description=("transition. The stage to record.")),
-    WithJsonSchema({"type": "string", "enum": list(STAGES)}),
-]
-ObservationKey = Annotated[
-    Any,
-    Field(
-        description=(
-            "transition. Fresh random key per transition (16-128 characters); resend it only to retry"
-            " the identical transition."
-        )
-    ),
-    WithJsonSchema({"type": "string", "minLength": 16, "maxLength": 128}),
-]
-EvidenceTypeArg = Annotated[
-    Any,
-    Field(
-        description=(
-            "transition. Kind of evidence you checked; required (with the fingerprint) for"
-            " caller_verified, compensated, and leaving external_result_uncertain. Null otherwise."
-        )
-    ),
-    WithJsonSchema(_NULLABLE_EVIDENCE_TYPE),
-]
-EvidenceFingerprint = Annotated[
-    Any,
-    Field(
-        description=(
-            "transition. 'hmac-sha256:<64 hex>' computed by you over the evidence; never the evidence"
-            " itself."
-        )
-    ),
-    WithJsonSchema(
-        {"anyOf": [{"type": "string", "pattern": HMAC_DIGEST_PATTERN}, {"type": "null"}]}
-    ),
-]
 
-_FIELDS: Final = (
-    "namespace",
-    "workflow_key",
-    "holder",
-    "claim_ttl_seconds",
-    "state_ttl_seconds",
-    "retry_failed",
-    "expected_generation",
-    "from_stage",
-    "to_stage",
-    "observation_key",
-    "evidence_type",
-    "evidence_fingerprint",
-)
+def input_schema() -> dict[str, Any]:
+    """The flat argument object: every field of the four contract inputs, only `action`
+    required (the service applies each action's own required fields and bounds)."""
+    generated: dict[str, Any] = {}
+    for model in INPUT_MODELS:
+        for name, prop in model_schema(model)["properties"].items():
+            generated.setdefault(name, prop)
+    generated["action"] = {"type": "string", "enum": list(ACTIONS)}
+    return {
+        "type": "object",
+        "properties": {
+            name: {**generated[name], "description": text} for name, text in _DESCRIPTIONS.items()
+        },
+        "required": ["action"],
+        "additionalProperties": False,
+    }
 
 
 def reply_to_result(reply: Reply) -> CallToolResult:
@@ -197,36 +114,23 @@ def reply_to_result(reply: Reply) -> CallToolResult:
 
 
 def _client_id(ctx: Context) -> str:
-    # One request budget per MCP session; the session object is stable for its lifetime.
+    """The rate-limit budget a call is charged to: the MCP session over Streamable HTTP
+    (its `mcp-session-id` header), else the one client a stdio server has. (The SDK builds
+    a new session object for every request, so its identity cannot key a budget.)"""
     try:
-        return f"mcp-session:{id(ctx.session)}"
+        headers = ctx.headers
     except (LookupError, RuntimeError, AttributeError, ValueError):
-        return "mcp"
+        headers = None
+    session = headers.get("mcp-session-id") if headers is not None else None
+    return f"mcp-session:{session}" if session else "mcp"
 
 
-def register_effect_checkpoint(server: MCPServer, service: FenceService) -> None:
-    """Add the `effect_checkpoint` tool to `server`, backed by `service`."""
+def effect_checkpoint_tool(service: FenceService) -> Tool:
+    """The `effect_checkpoint` tool backed by `service`, ready for `MCPServer(tools=[...])`."""
 
-    async def effect_checkpoint(
-        ctx: Context,
-        action: Action,
-        namespace: Namespace = None,
-        workflow_key: WorkflowKey = None,
-        holder: Holder = None,
-        claim_ttl_seconds: ClaimTtl = None,
-        state_ttl_seconds: StateTtl = None,
-        retry_failed: RetryFailed = None,
-        expected_generation: ExpectedGeneration = None,
-        from_stage: FromStage = None,
-        to_stage: ToStage = None,
-        observation_key: ObservationKey = None,
-        evidence_type: EvidenceTypeArg = None,
-        evidence_fingerprint: EvidenceFingerprint = None,
-    ) -> CallToolResult:
-        values = locals()
-        payload: dict[str, Any] = {"action": action}
-        payload.update({name: values[name] for name in _FIELDS if values[name] is not None})
-        if action == "transition":
+    async def effect_checkpoint(arguments: dict[str, Any], ctx: Context) -> CallToolResult:
+        payload = dict(arguments)
+        if payload.get("action") == "transition":
             # Omitted evidence means "no evidence": the contract's explicit null.
             payload.setdefault("evidence_type", None)
             payload.setdefault("evidence_fingerprint", None)
@@ -234,11 +138,15 @@ def register_effect_checkpoint(server: MCPServer, service: FenceService) -> None
         reply = await anyio.to_thread.run_sync(lambda: service.execute(payload, client_id=client))
         return reply_to_result(reply)
 
-    server.add_tool(
-        effect_checkpoint,
+    return Tool(
+        fn=effect_checkpoint,
         name=TOOL_NAME,
         title="Effect checkpoint (fence an external side effect)",
         description=DESCRIPTION,
+        parameters=input_schema(),
+        fn_metadata=_RawArguments(arg_model=ArgModelBase),
+        is_async=True,
+        context_kwarg="ctx",
         annotations=ToolAnnotations(
             title="Effect checkpoint",
             read_only_hint=False,

@@ -3,11 +3,19 @@
 The decision runs inside Redis (`checkpoint.lua`, a port of `decide.py`), so contenders on
 different machines are serialised by the server and a script either writes its whole
 result or nothing. Time is passed in from the caller's clock; key TTLs only reclaim memory.
+
+Nothing is contacted until the first request, so a server starts while Valkey/Redis is down
+and answers DEPENDENCY_UNAVAILABLE per call until it is back. Every checkpoint script also
+compares the caller's fence-key check digest with the one recorded (without expiry) by the
+first machine, so a machine with another `keys/fence.key` is refused on every action, not
+only at start-up.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict
 from importlib import resources
 from typing import Any, Final
@@ -18,17 +26,18 @@ from returns.result import Failure, Success
 from workrail.fence.backend import (
     REPLAY_RETENTION_MS,
     BackendUnavailable,
+    FenceKeyMismatch,
     Gate,
     StoredReply,
 )
-from workrail.fence.contract import MAX_GENERATIONS, MAX_OBSERVATIONS, MAX_STATE_TTL_SECONDS
+from workrail.fence.contract import MAX_GENERATIONS, MAX_OBSERVATIONS
 from workrail.fence.decide import SAFETY_MARGIN_MS, Decision, Rejection
 from workrail.fence.ratelimit import WINDOW_MS, RateLimits, retry_after_seconds, window_of
 from workrail.fence.record import CheckpointRecord, Command, Outcome
 
 DEFAULT_PREFIX: Final = "workrail:fence:"
 _TIMEOUT_S: Final = 5.0
-KEY_CHECK_TTL_MS: Final = MAX_STATE_TTL_SECONDS * 1000
+KEY_MISMATCH: Final = "key_mismatch"
 
 _GATE_LUA: Final = """
 -- KEYS: paused flag, client counter, global counter
@@ -53,13 +62,28 @@ def _checkpoint_lua() -> str:
     return resources.files("workrail.fence").joinpath("checkpoint.lua").read_text("utf-8")
 
 
+@contextmanager
+def _answering() -> Iterator[None]:
+    """Every Valkey/Redis failure (refused, timed out, script error) is BackendUnavailable."""
+    try:
+        yield
+    except redis.RedisError as exc:
+        raise BackendUnavailable(f"Valkey/Redis did not answer: {exc}") from exc
+
+
 class RedisBackend:
-    """Shared backend selected by `WORKRAIL_FENCE_URL=redis://…` (Valkey speaks the same)."""
+    """Shared backend selected by `WORKRAIL_FENCE_URL=redis://…` (Valkey speaks the same).
+
+    `key_check` is the digest (`identity.key_check`) of the fence key the service digests
+    identities with; the checkpoint script refuses to act for a different one.
+    """
 
     name = "redis"
 
-    def __init__(self, url: str, *, prefix: str = DEFAULT_PREFIX) -> None:
+    def __init__(self, url: str, *, key_check: str, prefix: str = DEFAULT_PREFIX) -> None:
         self._prefix = prefix
+        self._key_check = key_check
+        # Connections are made on first use, so an outage at start-up is a per-call error.
         self._client = redis.Redis.from_url(
             url,
             socket_timeout=_TIMEOUT_S,
@@ -74,20 +98,21 @@ class RedisBackend:
 
     def apply(self, command: Command, now_ms: int) -> Decision:
         hex_id = command.workflow_hash.removeprefix("hmac-sha256:")
-        try:
+        with _answering():
             raw = self._checkpoint(
-                keys=[self._key("cp", hex_id)],
+                keys=[self._key("cp", hex_id), self._key("setting", "fence-key")],
                 args=[
                     now_ms,
                     json.dumps(asdict(command)),
                     MAX_GENERATIONS,
                     MAX_OBSERVATIONS,
                     SAFETY_MARGIN_MS,
+                    self._key_check,
                 ],
             )
-        except redis.RedisError as exc:
-            raise BackendUnavailable(f"Valkey/Redis did not answer: {exc}") from exc
         doc: dict[str, Any] = json.loads(raw)
+        if doc.get("reason") == KEY_MISMATCH:
+            raise FenceKeyMismatch("the shared store records another fence key")
         if "reason" in doc:
             return Failure(Rejection(str(doc["reason"])))
         flags: dict[str, bool] = doc["flags"]
@@ -106,7 +131,7 @@ class RedisBackend:
 
     def gate(self, client: str, now_ms: int, limits: RateLimits) -> Gate:
         window = window_of(now_ms)
-        try:
+        with _answering():
             answer = int(
                 self._gate(
                     keys=[
@@ -122,33 +147,25 @@ class RedisBackend:
                     ],
                 )
             )
-        except redis.RedisError as exc:
-            raise BackendUnavailable(f"Valkey/Redis did not answer: {exc}") from exc
         if answer == -1:
             return "paused"
         return "open" if answer == 0 else answer
 
     def is_paused(self) -> bool:
-        try:
+        with _answering():
             return bool(self._client.exists(self._key("setting", "paused")))
-        except redis.RedisError as exc:
-            raise BackendUnavailable(f"Valkey/Redis did not answer: {exc}") from exc
 
     def set_paused(self, paused: bool) -> None:
         key = self._key("setting", "paused")
-        try:
+        with _answering():
             if paused:
                 self._client.set(key, "1")
             else:
                 self._client.delete(key)
-        except redis.RedisError as exc:
-            raise BackendUnavailable(f"Valkey/Redis did not answer: {exc}") from exc
 
     def recall(self, key: str, now_ms: int) -> StoredReply | None:
-        try:
+        with _answering():
             raw = self._client.get(self._key("replay", key))
-        except redis.RedisError as exc:
-            raise BackendUnavailable(f"Valkey/Redis did not answer: {exc}") from exc
         if raw is None:
             return None
         doc = json.loads(raw)
@@ -163,34 +180,19 @@ class RedisBackend:
             "body": reply.body,
             "expires_ms": now_ms + REPLAY_RETENTION_MS,
         }
-        try:
+        with _answering():
             self._client.set(
                 self._key("replay", key), json.dumps(doc), px=REPLAY_RETENTION_MS, nx=True
             )
-        except redis.RedisError as exc:
-            raise BackendUnavailable(f"Valkey/Redis did not answer: {exc}") from exc
-
-    def agree_on_key(self, check: str) -> bool:
-        """Record the fence-key check digest once; False if another machine uses another key."""
-        key = self._key("setting", "key-check")
-        try:
-            # Expires with the longest state lifetime, so a keyring rotated on every machine
-            # is accepted again once no checkpoint digested with the old key can be live.
-            self._client.set(key, check, nx=True, px=KEY_CHECK_TTL_MS)
-            return self._client.get(key) == check
-        except redis.RedisError as exc:
-            raise BackendUnavailable(f"Valkey/Redis did not answer: {exc}") from exc
 
     def stored_bytes(self) -> bytes:
         chunks: list[bytes] = []
-        try:
+        with _answering():
             for name in self._client.scan_iter(match=f"{self._prefix}*"):
                 chunks.append(str(name).encode())
                 value = self._client.get(name)
                 if value is not None:
                     chunks.append(str(value).encode())
-        except redis.RedisError as exc:
-            raise BackendUnavailable(f"Valkey/Redis did not answer: {exc}") from exc
         return b"\n".join(chunks)
 
     def close(self) -> None:

@@ -7,6 +7,7 @@ back as a `Reply` holding either the contract's output or an error envelope.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -20,17 +21,18 @@ from returns.result import Success
 from workrail.fence.backend import BackendUnavailable, FenceBackend, StoredReply
 from workrail.fence.contract import INPUT_ADAPTER
 from workrail.fence.errors import FenceError
-from workrail.fence.identity import fence_key, key_check, keyed_hex, to_command
+from workrail.fence.identity import key_check, keyed_hex, load_or_create_fence_key, to_command
 from workrail.fence.ratelimit import RateLimits
 from workrail.fence.render import render, to_epoch_ms
 from workrail.fence.sqlite_backend import SqliteBackend, sqlite_path
-from workrail.store.local.keyring import load_or_create_keyring
 
 Clock = Callable[[], datetime]
 FENCE_URL_ENV: Final = "WORKRAIL_FENCE_URL"
 IDEMPOTENCY_KEY_RE: Final = re.compile(r"^[A-Za-z0-9._:-]{8,255}$")
 MUTATING_ACTIONS: Final = frozenset({"claim", "transition", "abandon"})
 _MAX_REPORTED_ERRORS: Final = 5
+
+log = logging.getLogger("workrail.fence")
 
 
 def system_clock() -> datetime:
@@ -114,14 +116,10 @@ class FenceService:
         now_ms = self.now_ms()
         try:
             return self._execute(request, client_id, idempotency_key if mutating else None, now_ms)
-        except BackendUnavailable:
+        except BackendUnavailable as exc:
+            log.warning("fence backend unavailable: %s", exc)
             return error_reply(
-                FenceError(
-                    "DEPENDENCY_UNAVAILABLE",
-                    "The checkpoint store is unavailable; nothing was written. Retry the same"
-                    " request (same Idempotency-Key) shortly.",
-                    retry_after_seconds=1,
-                )
+                FenceError("DEPENDENCY_UNAVAILABLE", exc.client_message, retry_after_seconds=1)
             )
 
     def _execute(
@@ -172,9 +170,16 @@ class FenceService:
         else:
             reply = error_reply(decision.failure().error())
         if replay_key is not None and request_digest is not None:
-            self.backend.remember(
-                replay_key, StoredReply(request_digest, reply.status, reply.body), now_ms
-            )
+            try:
+                self.backend.remember(
+                    replay_key, StoredReply(request_digest, reply.status, reply.body), now_ms
+                )
+            except BackendUnavailable as exc:
+                # The decision is already committed, so the caller gets it, not "unavailable".
+                # Without the kept reply a retry under this key executes again, which these
+                # actions tolerate: a claim is reused, a transition's observation replays, a
+                # repeated abandon answers the same.
+                log.warning("Idempotency-Key reply not kept (the action was applied): %s", exc)
         return reply
 
     def pause(self) -> None:
@@ -192,10 +197,12 @@ def open_fence_service(
 ) -> FenceService:
     """SQLite in `data_dir` by default; Valkey/Redis when WORKRAIL_FENCE_URL=redis://… is set.
 
-    Raises ValueError for a bad setting, and BackendUnavailable when the backend cannot be
-    opened or (Redis) when machines sharing it disagree on the keyring.
+    Contacts no backend: each request connects (and, on Redis, checks that every machine uses
+    the same `keys/fence.key`), so an outage is a per-call DEPENDENCY_UNAVAILABLE. Raises
+    ValueError for a bad setting (URL, rate limits, a corrupt fence key) and OSError when the
+    fence key cannot be created.
     """
-    key = fence_key(load_or_create_keyring(data_dir))
+    key = load_or_create_fence_key(data_dir)
     limits = RateLimits.from_env(env)
     url = env.get(FENCE_URL_ENV, "").strip()
     if not url or url == "sqlite":
@@ -203,12 +210,5 @@ def open_fence_service(
     if url.startswith(("redis://", "rediss://", "unix://")):
         from workrail.fence.redis_backend import RedisBackend
 
-        backend = RedisBackend(url)
-        if not backend.agree_on_key(key_check(key)):
-            backend.close()
-            raise BackendUnavailable(
-                "Another machine uses this Valkey/Redis with a different keyring; copy the same"
-                " keys/keyring.json to every machine that shares it."
-            )
-        return FenceService(backend, key, clock, limits)
+        return FenceService(RedisBackend(url, key_check=key_check(key)), key, clock, limits)
     raise ValueError(f"{FENCE_URL_ENV} must be empty, 'sqlite', or a redis:// URL")

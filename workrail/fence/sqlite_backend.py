@@ -3,7 +3,8 @@
 Every mutating action runs the pure decision inside `BEGIN IMMEDIATE`, which takes SQLite's
 write lock across processes, so concurrent claimers on one machine are serialised and a
 crash leaves either the whole decision or none of it. Deleted rows are zeroed
-(`secure_delete`) so expired digests do not linger in free pages.
+(`secure_delete`) so expired digests do not linger in free pages. The file is opened on the
+first request, so a problem with it is a per-call DEPENDENCY_UNAVAILABLE, not a missing tool.
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ import json
 import os
 import sqlite3
 import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
@@ -56,6 +60,7 @@ CREATE TABLE IF NOT EXISTS settings (
     value TEXT NOT NULL
 );
 """
+_TABLES: Final = _SCHEMA.count("CREATE TABLE")
 BUSY_TIMEOUT_MS: Final = 10_000
 GLOBAL_SCOPE: Final = "global"
 
@@ -71,128 +76,134 @@ class SqliteBackend:
 
     def __init__(self, path: Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
         self.path = path
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if not path.exists():
-                os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
-            self._conn = sqlite3.connect(
-                path,
-                timeout=busy_timeout_ms / 1000,
-                isolation_level=None,
-                check_same_thread=False,
-            )
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute("PRAGMA secure_delete=ON")
-            self._conn.executescript(_SCHEMA)
-        except (OSError, sqlite3.Error) as exc:
-            raise BackendUnavailable(f"cannot open the fence database: {exc}") from exc
+        self._busy_timeout_ms = busy_timeout_ms
+        self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
 
-    def apply(self, command: Command, now_ms: int) -> Decision:
+    def _open(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.path.exists():
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
+        conn = sqlite3.connect(
+            self.path,
+            timeout=self._busy_timeout_ms / 1000,
+            isolation_level=None,
+            check_same_thread=False,
+        )
+        try:
+            conn.execute("PRAGMA synchronous=NORMAL")
+            conn.execute("PRAGMA secure_delete=ON")
+            # Switching to WAL and creating the schema need the write lock, and many
+            # processes may open the database at the same instant; do them only when needed
+            # and under BEGIN IMMEDIATE (which waits for the busy timeout) where possible.
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                self._retry_busy(lambda: conn.execute("PRAGMA journal_mode=WAL"))
+            if (
+                conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[
+                    0
+                ]
+                < _TABLES
+            ):
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            conn.execute(statement)
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _retry_busy(self, action: Callable[[], object]) -> None:
+        """Run `action`, retrying while SQLite says the database is locked (the journal-mode
+        switch does not wait on the busy handler), up to the busy timeout."""
+        deadline = time.monotonic() + self._busy_timeout_ms / 1000
+        while True:
+            try:
+                action()
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.005)
+
+    @contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        """The connection (opened on first use), held alone; failures are BackendUnavailable."""
         with self._lock:
             try:
-                if isinstance(command, StatusCommand):
-                    return decide(self._load(command.workflow_hash), command, now_ms)
-                self._conn.execute("BEGIN IMMEDIATE")
-                try:
-                    decision = decide(self._load(command.workflow_hash), command, now_ms)
-                    match decision:
-                        case Success(outcome) if outcome.changed:
-                            self._store(outcome.record)
-                            self._conn.execute(
-                                "DELETE FROM checkpoints WHERE expires_ms <= ?", (now_ms,)
-                            )
-                        case _:
-                            pass
-                    self._conn.execute("COMMIT")
-                    return decision
-                except BaseException:
-                    self._conn.execute("ROLLBACK")
-                    raise
-            except sqlite3.Error as exc:
+                if self._conn is None:
+                    self._conn = self._open()
+                yield self._conn
+            except (OSError, sqlite3.Error) as exc:
                 raise BackendUnavailable(f"fence database error: {exc}") from exc
 
-    def _load(self, workflow_hash: str) -> CheckpointRecord | None:
-        row = self._conn.execute(
-            "SELECT record FROM checkpoints WHERE workflow_hash = ?", (workflow_hash,)
-        ).fetchone()
-        return None if row is None else CheckpointRecord.model_validate_json(row[0])
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        """`BEGIN IMMEDIATE` (the cross-process write lock) … COMMIT, or ROLLBACK on any error."""
+        with self._db() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
 
-    def _store(self, record: CheckpointRecord) -> None:
-        self._conn.execute(
-            "INSERT INTO checkpoints (workflow_hash, record, expires_ms) VALUES (?, ?, ?)"
-            " ON CONFLICT (workflow_hash) DO UPDATE SET record = excluded.record,"
-            " expires_ms = excluded.expires_ms",
-            (record.workflow_hash, record.model_dump_json(), record.state_expires_ms),
-        )
+    def apply(self, command: Command, now_ms: int) -> Decision:
+        if isinstance(command, StatusCommand):
+            with self._db() as conn:
+                return decide(_load(conn, command.workflow_hash), command, now_ms)
+        with self._transaction() as conn:
+            decision = decide(_load(conn, command.workflow_hash), command, now_ms)
+            match decision:
+                case Success(outcome) if outcome.changed:
+                    _store(conn, outcome.record)
+                    conn.execute("DELETE FROM checkpoints WHERE expires_ms <= ?", (now_ms,))
+                case _:
+                    pass
+        return decision
 
     def gate(self, client: str, now_ms: int, limits: RateLimits) -> Gate:
         window = window_of(now_ms)
-        with self._lock:
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-                try:
-                    if self._setting("paused") == "1":
-                        self._conn.execute("COMMIT")
-                        return "paused"
-                    counts = {scope: self._count(scope, window) for scope in (client, GLOBAL_SCOPE)}
-                    if over_limit(counts[client], limits.client_rpm) or over_limit(
-                        counts[GLOBAL_SCOPE], limits.global_rpm
-                    ):
-                        self._conn.execute("COMMIT")
-                        return retry_after_seconds(now_ms)
-                    for scope in (client, GLOBAL_SCOPE):
-                        self._conn.execute(
-                            "INSERT INTO budgets (scope, window, count) VALUES (?, ?, 1)"
-                            " ON CONFLICT (scope, window) DO UPDATE SET count = count + 1",
-                            (scope, window),
-                        )
-                    self._conn.execute("DELETE FROM budgets WHERE window < ?", (window - 1,))
-                    self._conn.execute("COMMIT")
-                    return "open"
-                except BaseException:
-                    self._conn.execute("ROLLBACK")
-                    raise
-            except sqlite3.Error as exc:
-                raise BackendUnavailable(f"fence database error: {exc}") from exc
-
-    def _count(self, scope: str, window: int) -> int:
-        row = self._conn.execute(
-            "SELECT count FROM budgets WHERE scope = ? AND window = ?", (scope, window)
-        ).fetchone()
-        return 0 if row is None else int(row[0])
-
-    def _setting(self, name: str) -> str | None:
-        row = self._conn.execute("SELECT value FROM settings WHERE name = ?", (name,)).fetchone()
-        return None if row is None else str(row[0])
+        with self._transaction() as conn:
+            if _setting(conn, "paused") == "1":
+                return "paused"
+            counts = {scope: _count(conn, scope, window) for scope in (client, GLOBAL_SCOPE)}
+            if over_limit(counts[client], limits.client_rpm) or over_limit(
+                counts[GLOBAL_SCOPE], limits.global_rpm
+            ):
+                return retry_after_seconds(now_ms)
+            for scope in (client, GLOBAL_SCOPE):
+                conn.execute(
+                    "INSERT INTO budgets (scope, window, count) VALUES (?, ?, 1)"
+                    " ON CONFLICT (scope, window) DO UPDATE SET count = count + 1",
+                    (scope, window),
+                )
+            conn.execute("DELETE FROM budgets WHERE window < ?", (window - 1,))
+            return "open"
 
     def is_paused(self) -> bool:
-        with self._lock:
-            try:
-                return self._setting("paused") == "1"
-            except sqlite3.Error as exc:
-                raise BackendUnavailable(f"fence database error: {exc}") from exc
+        with self._db() as conn:
+            return _setting(conn, "paused") == "1"
 
     def set_paused(self, paused: bool) -> None:
-        with self._lock:
-            try:
-                self._conn.execute(
-                    "INSERT INTO settings (name, value) VALUES ('paused', ?)"
-                    " ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-                    ("1" if paused else "0",),
-                )
-            except sqlite3.Error as exc:
-                raise BackendUnavailable(f"fence database error: {exc}") from exc
+        with self._db() as conn:
+            conn.execute(
+                "INSERT INTO settings (name, value) VALUES ('paused', ?)"
+                " ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                ("1" if paused else "0",),
+            )
 
     def recall(self, key: str, now_ms: int) -> StoredReply | None:
-        with self._lock:
-            try:
-                row = self._conn.execute(
-                    "SELECT reply FROM replays WHERE key = ? AND expires_ms > ?", (key, now_ms)
-                ).fetchone()
-            except sqlite3.Error as exc:
-                raise BackendUnavailable(f"fence database error: {exc}") from exc
+        with self._db() as conn:
+            row = conn.execute(
+                "SELECT reply FROM replays WHERE key = ? AND expires_ms > ?", (key, now_ms)
+            ).fetchone()
         if row is None:
             return None
         doc = json.loads(row[0])
@@ -200,26 +211,17 @@ class SqliteBackend:
 
     def remember(self, key: str, reply: StoredReply, now_ms: int) -> None:
         doc = json.dumps({"request": reply.request, "status": reply.status, "body": reply.body})
-        with self._lock:
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-                try:
-                    self._conn.execute("DELETE FROM replays WHERE expires_ms <= ?", (now_ms,))
-                    self._conn.execute(
-                        "INSERT INTO replays (key, reply, expires_ms) VALUES (?, ?, ?)"
-                        " ON CONFLICT (key) DO NOTHING",
-                        (key, doc, now_ms + REPLAY_RETENTION_MS),
-                    )
-                    self._conn.execute("COMMIT")
-                except BaseException:
-                    self._conn.execute("ROLLBACK")
-                    raise
-            except sqlite3.Error as exc:
-                raise BackendUnavailable(f"fence database error: {exc}") from exc
+        with self._transaction() as conn:
+            conn.execute("DELETE FROM replays WHERE expires_ms <= ?", (now_ms,))
+            conn.execute(
+                "INSERT INTO replays (key, reply, expires_ms) VALUES (?, ?, ?)"
+                " ON CONFLICT (key) DO NOTHING",
+                (key, doc, now_ms + REPLAY_RETENTION_MS),
+            )
 
     def stored_bytes(self) -> bytes:
-        with self._lock:
-            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        with self._db() as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             chunks = [self.path.read_bytes()]
         for suffix in ("-wal", "-shm"):
             extra = self.path.with_name(self.path.name + suffix)
@@ -229,4 +231,34 @@ class SqliteBackend:
 
     def close(self) -> None:
         with self._lock:
-            self._conn.close()
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+def _load(conn: sqlite3.Connection, workflow_hash: str) -> CheckpointRecord | None:
+    row = conn.execute(
+        "SELECT record FROM checkpoints WHERE workflow_hash = ?", (workflow_hash,)
+    ).fetchone()
+    return None if row is None else CheckpointRecord.model_validate_json(row[0])
+
+
+def _store(conn: sqlite3.Connection, record: CheckpointRecord) -> None:
+    conn.execute(
+        "INSERT INTO checkpoints (workflow_hash, record, expires_ms) VALUES (?, ?, ?)"
+        " ON CONFLICT (workflow_hash) DO UPDATE SET record = excluded.record,"
+        " expires_ms = excluded.expires_ms",
+        (record.workflow_hash, record.model_dump_json(), record.state_expires_ms),
+    )
+
+
+def _count(conn: sqlite3.Connection, scope: str, window: int) -> int:
+    row = conn.execute(
+        "SELECT count FROM budgets WHERE scope = ? AND window = ?", (scope, window)
+    ).fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def _setting(conn: sqlite3.Connection, name: str) -> str | None:
+    row = conn.execute("SELECT value FROM settings WHERE name = ?", (name,)).fetchone()
+    return None if row is None else str(row[0])

@@ -189,14 +189,9 @@ def build_server(engine: Engine, fence: FenceService | None = None) -> MCPServer
         (EXPORT_SESSION, tools.export_session),
         (IMPORT_SESSION, tools.import_session),
     ]
-    server = MCPServer(
-        "workrail",
-        version=__version__,
-        instructions=INSTRUCTIONS,
-        tools=[_tool(spec, handler) for spec, handler in pairs],
-    )
+    prebuilt = [_tool(spec, handler) for spec, handler in pairs]
     if fence is not None:
-        from workrail.fence.mcp_tool import register_effect_checkpoint
+        from workrail.fence.mcp_tool import effect_checkpoint_tool
 
-        register_effect_checkpoint(server, fence)
-    return server
+        prebuilt.append(effect_checkpoint_tool(fence))
+    return MCPServer("workrail", version=__version__, instructions=INSTRUCTIONS, tools=prebuilt)

@@ -64,15 +64,17 @@ def _is_broken_pipe(exc: BaseException) -> bool:
 
 
 def open_fence(data_dir: Path, env: Mapping[str, str]) -> FenceService | None:
-    """The fence service, or None (with a warning) when its backend cannot be opened: an
-    unreachable Redis must not take the workflow tools down with it."""
+    """The fence service. It contacts no backend until a request arrives, so an unreachable
+    Valkey/Redis (or SQLite file) is a retryable DEPENDENCY_UNAVAILABLE per call, and the
+    tool works again once the backend is back. Only a bad setting (WORKRAIL_FENCE_URL, a
+    rate limit, an unreadable or corrupt keys/fence.key) leaves it out, with a warning; the
+    workflow tools stay up either way."""
     from workrail.fence import open_fence_service
-    from workrail.fence.backend import BackendUnavailable
 
     try:
         return open_fence_service(data_dir, env)
-    except (BackendUnavailable, ValueError, OSError) as exc:
-        log.warning("effect_checkpoint is disabled: the fence backend did not open (%s)", exc)
+    except (ValueError, OSError) as exc:
+        log.warning("effect_checkpoint is disabled: bad fence setting (%s)", exc)
         return None
 
 

@@ -1,7 +1,7 @@
 """`workrail export` and `workrail import`: thin handlers over `export_session` and
 `import_bundle`.
 
-The lead wires `add_subcommands` into `workrail/cli.py`; each parser stores its handler
+`workrail/cli.py` calls `add_subcommands`; each parser stores its handler
 as `args.handler`, which returns the exit code (0 ok, 1 refused/failed, 2 usage). The data
 directory is `$WORKRAIL_DATA_DIR` (default `~/.workrail/data`). Tokens are minted by the
 engine, not here: pass `mint_tokens` to have the import print fresh tokens per run.

@@ -1,6 +1,6 @@
 """`workrail validate` and `workrail workflows [show]`: thin handlers over the catalog.
 
-The lead wires `add_subcommands` into `workrail/cli.py`; each parser stores its handler
+`workrail/cli.py` calls `add_subcommands`; each parser stores its handler
 as `args.handler`, which returns the process exit code.
 """
 

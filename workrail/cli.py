@@ -11,7 +11,8 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,7 @@ from workrail.store.local.layout import DATA_DIR_ENV, default_data_dir
 if TYPE_CHECKING:
     from workrail.bundle.import_ import ImportResult
     from workrail.engine.api import Engine
+    from workrail.fence import FenceService
 
 WORKFLOW_PATH_ENV = "WORKFLOW_STORAGE_PATH"
 
@@ -80,22 +82,32 @@ def _add_config_flags(parser: argparse.ArgumentParser, *, top_level: bool) -> No
 # --- mcp --------------------------------------------------------------------------------
 
 
-def run_mcp(args: argparse.Namespace) -> int:
-    """Serve MCP; stdio unless --http. Nothing but protocol is written to stdout."""
+@contextmanager
+def _serving(args: argparse.Namespace) -> Iterator[tuple[Engine, FenceService | None]]:
+    """Logging, the engine and the fence service for a server command; the fence is
+    closed when the server stops."""
     from workrail.app import AppConfig, build_engine
-    from workrail.mcp.transport import configure_logging, open_fence, serve_http, serve_stdio
+    from workrail.mcp.transport import configure_logging, open_fence
 
     configure_logging(args.log_level, Path(args.log_file) if args.log_file else None)
     config = AppConfig.from_environment()
     engine = build_engine(config)
     fence = open_fence(config.data_dir, os.environ)
     try:
-        if args.http:
-            return serve_http(engine, args.host, args.port, fence)
-        return serve_stdio(engine, fence)
+        yield engine, fence
     finally:
         if fence is not None:
             fence.close()
+
+
+def run_mcp(args: argparse.Namespace) -> int:
+    """Serve MCP; stdio unless --http. Nothing but protocol is written to stdout."""
+    from workrail.mcp.transport import serve_http, serve_stdio
+
+    with _serving(args) as (engine, fence):
+        if args.http:
+            return serve_http(engine, args.host, args.port, fence)
+        return serve_stdio(engine, fence)
 
 
 def _add_log_flags(parser: argparse.ArgumentParser) -> None:
@@ -133,18 +145,10 @@ def _add_server_flags(parser: argparse.ArgumentParser) -> None:
 
 def run_serve(args: argparse.Namespace) -> int:
     """MCP at /mcp and the fence's HTTP routes, on one loopback port."""
-    from workrail.app import AppConfig, build_engine
-    from workrail.mcp.transport import configure_logging, open_fence, serve_http
+    from workrail.mcp.transport import serve_http
 
-    configure_logging(args.log_level, Path(args.log_file) if args.log_file else None)
-    config = AppConfig.from_environment()
-    engine = build_engine(config)
-    fence = open_fence(config.data_dir, os.environ)
-    try:
+    with _serving(args) as (engine, fence):
         return serve_http(engine, args.host, args.port, fence, fence_http=True)
-    finally:
-        if fence is not None:
-            fence.close()
 
 
 def _add_serve(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
 from returns.result import Failure, Result, Success
 
-from workrail.bundle.errors import BundleError
+from workrail.bundle.errors import BundleError, ErrorCode
 from workrail.bundle.models import Bundle, Salvage
 from workrail.bundle.ports import BundleBackend
 from workrail.bundle.rename import rename_session
@@ -33,7 +33,14 @@ from workrail.bundle.validate import (
 from workrail.core.canonical import CanonicalJsonError, canonical_bytes
 from workrail.core.ids import is_session_id, make_id
 from workrail.store.errors import StoreError
-from workrail.store.ports import AppendPlan, SessionLog, SnapshotPin, WriteTxn
+from workrail.store.ports import (
+    AppendPlan,
+    PinnedWorkflowStore,
+    SessionLog,
+    SnapshotPin,
+    SnapshotStore,
+    WriteTxn,
+)
 
 MINT_ATTEMPTS: Final = 3
 
@@ -203,28 +210,27 @@ def _store_content(backend: BundleBackend, bundle: Bundle) -> BundleError | None
     """Snapshots and pinned workflows first: the log must never name content that is not
     stored (an unreferenced CAS entry, left if a later step fails, is harmless)."""
     session = bundle.session
-    for ref, snapshot in session.snapshots.items():
+    return _put_all(
+        backend.snapshots, session.snapshots, "IMPORT_SNAPSHOT_STORE_ERROR", "snapshot"
+    ) or _put_all(
+        backend.pinned, session.pinnedWorkflows, "IMPORT_PINNED_WORKFLOW_STORE_ERROR", "workflow"
+    )
+
+
+def _put_all(
+    store: SnapshotStore | PinnedWorkflowStore,
+    items: Mapping[str, Any],
+    code: ErrorCode,
+    noun: str,
+) -> BundleError | None:
+    """Put every value into a content-addressed store and check it lands under its key."""
+    for ref, value in items.items():
         try:
-            stored = backend.snapshots.put(snapshot)
+            stored = store.put(value)
         except (OSError, CanonicalJsonError) as exc:
-            return BundleError(
-                "IMPORT_SNAPSHOT_STORE_ERROR", f"Cannot store snapshot {ref}: {exc}", ref
-            )
+            return BundleError(code, f"Cannot store {noun} {ref}: {exc}", ref)
         if stored != ref:
-            return BundleError(
-                "IMPORT_SNAPSHOT_STORE_ERROR", f"Snapshot {ref} was stored as {stored}", ref
-            )
-    for wf, workflow in session.pinnedWorkflows.items():
-        try:
-            stored = backend.pinned.put(workflow)
-        except (OSError, CanonicalJsonError) as exc:
-            return BundleError(
-                "IMPORT_PINNED_WORKFLOW_STORE_ERROR", f"Cannot store workflow {wf}: {exc}", wf
-            )
-        if stored != wf:
-            return BundleError(
-                "IMPORT_PINNED_WORKFLOW_STORE_ERROR", f"Workflow {wf} was stored as {stored}", wf
-            )
+            return BundleError(code, f"{noun.capitalize()} {ref} was stored as {stored}", ref)
     return None
 
 

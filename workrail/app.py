@@ -1,24 +1,30 @@
-"""The composition root: builds the engine from configuration (data directory, workflow
-sources). The only place that chooses concrete backends."""
+"""The composition root: the one place that turns a `WorkrailConfig` into concrete
+backends, the engine and the fence service. Everything else receives what it needs from
+here, as ports."""
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from returns.result import Success
+from returns.result import Failure, Result, Success
 
+from workrail.config import WorkrailConfig
+from workrail.core.urls import redact_url
 from workrail.engine.api import Engine
 from workrail.engine.catalog import CatalogEntry
 from workrail.engine.deps import EngineDeps
 from workrail.store.local.backend import LocalBackend
-from workrail.store.local.layout import default_data_dir
+from workrail.store.ports import Backend
 from workrail.tokens import TokenCodec
 from workrail.workflow.catalog import Catalog, LoadedWorkflow
 from workrail.workflow.sources import DiscoveryConfig, discover
+
+if TYPE_CHECKING:
+    from workrail.fence import FenceService
 
 
 def _entry(wf: LoadedWorkflow) -> CatalogEntry:
@@ -60,8 +66,8 @@ class DiscoveredCatalog:
     files are picked up without a restart at the cost of a few stats per lookup (runs
     already started use their pinned copy)."""
 
-    def __init__(self, config: DiscoveryConfig | None = None) -> None:
-        self._config = config or DiscoveryConfig.from_environment()
+    def __init__(self, config: DiscoveryConfig) -> None:
+        self._config = config
         self._cached: tuple[SourcesFingerprint, Catalog] | None = None
         self._mutex = threading.Lock()
 
@@ -102,25 +108,56 @@ class DiscoveredCatalog:
 
 
 @dataclass(frozen=True)
-class AppConfig:
-    data_dir: Path
-    discovery: DiscoveryConfig
+class StartupError:
+    """Why the application cannot start: one line for a person, and a code."""
 
-    @staticmethod
-    def from_environment(env: Mapping[str, str] | None = None) -> AppConfig:
-        config = DiscoveryConfig.from_environment()
-        if env is not None:
-            config = DiscoveryConfig(config.home, config.cwd, dict(env), config.bundled_dir)
-        return AppConfig(default_data_dir(dict(env) if env is not None else None), config)
+    code: str
+    message: str
+
+    def __str__(self) -> str:
+        return self.message
 
 
-def build_engine(config: AppConfig) -> Engine:
-    backend = LocalBackend.open(config.data_dir)
+def open_backend(config: WorkrailConfig) -> Result[Backend, StartupError]:
+    """The backend the configuration names: files in the data directory, or PostgreSQL."""
+    if config.store_url is None:
+        return Success(LocalBackend.open(config.data_dir))
+    return Failure(
+        StartupError(
+            "STORE_UNAVAILABLE",
+            f"This build cannot open PostgreSQL stores ({redact_url(config.store_url)}); leave "
+            "--store and WORKRAIL_STORE_URL unset to keep sessions in the data directory.",
+        )
+    )
+
+
+def build_engine(config: WorkrailConfig, backend: Backend) -> Result[Engine, StartupError]:
+    """The engine over `backend`, signing with the backend's keyring."""
+    keyring = backend.keyring.load()
+    if isinstance(keyring, Failure):
+        error = keyring.failure()
+        return Failure(
+            StartupError(error.code, f"Cannot load the token keyring: {error.message}")
+        )
     deps = EngineDeps(
         sessions=backend.sessions,
         snapshots=backend.snapshots,
         pinned=backend.pinned,
         catalog=DiscoveredCatalog(config.discovery),
-        codec=TokenCodec(backend.keyring()),
+        codec=TokenCodec(keyring.unwrap()),
     )
-    return Engine(deps)
+    return Success(Engine(deps))
+
+
+def open_fence(config: WorkrailConfig) -> Result[FenceService, StartupError]:
+    """The effect-checkpoint service. It contacts no backend until a request arrives, so an
+    unreachable Valkey/Redis is a retryable DEPENDENCY_UNAVAILABLE per call; only a bad
+    setting or an unusable keys/fence.key fails here."""
+    from workrail.fence import open_fence_service
+
+    try:
+        return Success(
+            open_fence_service(config.data_dir, config.fence.url, config.fence.limits)
+        )
+    except (ValueError, OSError) as exc:
+        return Failure(StartupError("FENCE_UNAVAILABLE", f"effect_checkpoint: {exc}"))

@@ -122,7 +122,7 @@ def test_salvage_export_of_corrupt_tail(reference_data: Path) -> None:
     raw[10] ^= 0x01
     segment.write_bytes(bytes(raw))
     backend = LocalBackend.open(reference_data)
-    assert backend.sessions.health(PROBE).kind == "corrupt_tail"
+    assert backend.sessions.health(PROBE).unwrap().kind == "corrupt_tail"
     bundle = export(backend, PROBE)
     assert bundle.salvage is not None
     assert bundle.salvage.complete is False
@@ -153,7 +153,7 @@ def test_an_interrupted_final_append_is_not_exported(reference_data: Path) -> No
     manifest.write_bytes(b"".join(lines[:-1]))  # segment_closed written, its pin never was
     backend = LocalBackend.open(reference_data)
     # never acknowledged, so absent: the session is healthy without it
-    assert backend.sessions.health(PROBE).kind == "healthy"
+    assert backend.sessions.health(PROBE).unwrap().kind == "healthy"
     bundle = export(backend, PROBE)
     assert bundle.salvage is None
     last_segment_first = json.loads(lines[-2])["firstEventIndex"]

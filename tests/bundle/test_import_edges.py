@@ -33,7 +33,7 @@ def test_salvage_bundle_imports_its_prefix(reference_data: Path, data_dir: Path)
     assert bundle.salvage is not None
     result = import_bundle(LocalBackend.open(data_dir), bundle_bytes(bundle)).unwrap()
     assert result.salvage == bundle.salvage
-    assert LocalBackend.open(data_dir).sessions.health(PROBE).is_healthy
+    assert LocalBackend.open(data_dir).sessions.health(PROBE).unwrap().is_healthy
     assert truth(export(LocalBackend.open(data_dir), PROBE)) == truth(bundle)
 
 

@@ -198,7 +198,7 @@ def test_imported_session_accepts_further_appends(reference_data: Path, data_dir
     )
     appended = backend.sessions.write(result.session_id, lambda txn: txn.append(plan))
     assert appended.unwrap().deduplicated is False
-    assert backend.sessions.health(result.session_id).is_healthy
+    assert backend.sessions.health(result.session_id).unwrap().is_healthy
 
 
 def test_failed_import_writes_nothing(reference_data: Path) -> None:

@@ -45,7 +45,7 @@ def make_engine(data_dir: Path, workflows: Path | None = None) -> Engine:
         snapshots=backend.snapshots,
         pinned=backend.pinned,
         catalog=DirCatalog(workflows or REFERENCE / "workflows"),
-        codec=TokenCodec(backend.keyring()),
+        codec=TokenCodec(backend.keyring.load().unwrap()),
     )
     return Engine(deps)
 

@@ -252,7 +252,7 @@ def test_unhealthy_session_refuses_writes(engine: Engine, data_dir: Path) -> Non
         or e1.details["details"]["health"]["kind"] == "corrupt_tail"
     )
     assert err(fresh.checkpoint(r["checkpointToken"])).code == "SESSION_NOT_HEALTHY"
-    assert LocalBackend.open(data_dir).sessions.load_prefix(sid).complete is False
+    assert LocalBackend.open(data_dir).sessions.load_prefix(sid).unwrap().complete is False
 
 
 def test_unknown_workflow(engine: Engine) -> None:

@@ -117,7 +117,7 @@ def test_random_call_sequences_keep_the_log_valid(
             )
     store = LocalBackend.open(data_dir).sessions
     sid = engine.deps.codec.parse_state(start["stateToken"]).unwrap().session_id
-    assert store.health(sid).kind == "healthy"
+    assert store.health(sid).unwrap().kind == "healthy"
     events = store.read(sid, lambda log: list(log.events)).unwrap()
     assert [e.eventIndex for e in events] == list(range(len(events)))
     assert len({e.dedupeKey for e in events}) == len(events)

@@ -12,7 +12,6 @@ from workrail.engine.sessions_view import (
     SessionView,
     list_sessions,
     load_session,
-    mtime_activity,
 )
 from workrail.store.local.backend import LocalBackend
 
@@ -23,7 +22,7 @@ def _sid(engine: Engine, state_token: str) -> str:
 
 def _view(data_dir: Path, sid: str) -> SessionView:
     backend = LocalBackend.open(data_dir)
-    return load_session(backend, sid, mtime_activity(backend.layout.session_dir))
+    return load_session(backend, sid)
 
 
 def _forked(engine: Engine) -> str:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from workrail.fence.service import FenceService, Reply
+from returns.result import Failure
+
+from workrail.config import load_config
+from workrail.fence.service import Clock, FenceService, Reply, open_fence_service, system_clock
 
 NAMESPACE = "notion-import:31a0dca1-fd36-4748-a5c5-91d63a611a09"
 WORKFLOW = "w_01J9N7K4Y8Q2M5T6R3P0S1U4V7"
@@ -90,3 +95,15 @@ def error_code(service: FenceService, payload: dict[str, Any], client: str = "te
     assert not reply.ok, reply.body
     code: str = reply.body["error"]["code"]
     return code
+
+
+def fence_from_env(
+    data_dir: Path, env: Mapping[str, str], clock: Clock = system_clock
+) -> FenceService:
+    """The service a server configured by `env` would open (raises ValueError for a bad
+    setting, as the composition root reports it)."""
+    config = load_config(env)
+    if isinstance(config, Failure):
+        raise ValueError(str(config.failure()))
+    fence = config.unwrap().fence
+    return open_fence_service(data_dir, fence.url, fence.limits, clock)

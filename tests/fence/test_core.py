@@ -8,7 +8,7 @@ from pathlib import Path
 from returns.result import Failure, Success
 
 from tests.fence.conftest import KEY, ManualClock, free_port, running_redis
-from tests.fence.helpers import HOLDER_A, claim, ok, run, status, transition
+from tests.fence.helpers import HOLDER_A, claim, fence_from_env, ok, run, status, transition
 from workrail.fence.backend import BackendUnavailable, StoredReply
 from workrail.fence.decide import decide_transition
 from workrail.fence.identity import key_check
@@ -19,7 +19,7 @@ from workrail.fence.record import (
 )
 from workrail.fence.redis_backend import RedisBackend
 from workrail.fence.render import iso_ms, to_epoch_ms
-from workrail.fence.service import FenceService, open_fence_service
+from workrail.fence.service import FenceService
 from workrail.fence.sqlite_backend import SqliteBackend
 
 NOW = 1_785_000_000_000
@@ -126,7 +126,7 @@ def test_a_committed_decision_is_reported_even_if_its_replay_is_not_kept(
 
 def test_an_unopenable_sqlite_file_is_unavailable_per_call(tmp_path: Path) -> None:
     (tmp_path / "fence").write_text("a file where the directory belongs")
-    service = open_fence_service(tmp_path, {})  # builds; nothing is opened yet
+    service = fence_from_env(tmp_path, {})  # builds; nothing is opened yet
     reply = run(service, status())
     assert (reply.status, reply.body["error"]["code"]) == (503, "DEPENDENCY_UNAVAILABLE")
     (tmp_path / "fence").unlink()
@@ -137,7 +137,7 @@ def test_an_unopenable_sqlite_file_is_unavailable_per_call(tmp_path: Path) -> No
 def test_redis_down_at_start_up_is_used_once_it_is_back(tmp_path: Path) -> None:
     port = free_port()
     env = {"WORKRAIL_FENCE_URL": f"redis://127.0.0.1:{port}/0"}
-    service = open_fence_service(tmp_path, env, ManualClock())  # Redis is not running yet
+    service = fence_from_env(tmp_path, env, ManualClock())  # Redis is not running yet
     assert run(service, claim()).body["error"]["code"] == "DEPENDENCY_UNAVAILABLE"
     with running_redis(port, tmp_path):
         assert ok(service, claim())["acquired"] is True

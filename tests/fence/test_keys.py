@@ -10,11 +10,11 @@ import pytest
 import redis
 
 from tests.fence.conftest import KEY, ManualClock, RedisServer
-from tests.fence.helpers import HOLDER_A, HOLDER_B, claim, ok, run, status
+from tests.fence.helpers import HOLDER_A, HOLDER_B, claim, fence_from_env, ok, run, status
 from workrail.fence.identity import fence_key_path, key_check
 from workrail.fence.ratelimit import RateLimits
 from workrail.fence.redis_backend import RedisBackend
-from workrail.fence.service import FenceService, open_fence_service
+from workrail.fence.service import FenceService
 from workrail.store.local.keyring import rotate_keyring
 
 UNLIMITED = {"WORKRAIL_FENCE_CLIENT_RPM": "0", "WORKRAIL_FENCE_GLOBAL_RPM": "0"}
@@ -27,13 +27,13 @@ def _redis_env(server: RedisServer, db: int) -> dict[str, str]:
 
 
 def test_fence_key_is_a_private_file_created_once(tmp_path: Path) -> None:
-    first = open_fence_service(tmp_path, UNLIMITED)
+    first = fence_from_env(tmp_path, UNLIMITED)
     path = fence_key_path(tmp_path)
     key = path.read_bytes()
     assert len(key) == 32
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     first.close()
-    open_fence_service(tmp_path, UNLIMITED).close()
+    fence_from_env(tmp_path, UNLIMITED).close()
     assert path.read_bytes() == key
 
 
@@ -42,15 +42,15 @@ def test_a_corrupt_fence_key_is_a_reported_setting_not_replaced(tmp_path: Path) 
     path.parent.mkdir(parents=True)
     path.write_bytes(b"short")
     with pytest.raises(ValueError, match="fence.key"):
-        open_fence_service(tmp_path, UNLIMITED)
+        fence_from_env(tmp_path, UNLIMITED)
     assert path.read_bytes() == b"short"
 
 
 def _rotation_keeps_the_fence(data_dir: Path, env: dict[str, str]) -> None:
-    before = open_fence_service(data_dir, env)
+    before = fence_from_env(data_dir, env)
     assert ok(before, claim(HOLDER_A))["generation"] == 1
     rotate_keyring(data_dir)  # `workrail keys rotate`
-    after = open_fence_service(data_dir, env)  # a restarted or second server
+    after = fence_from_env(data_dir, env)  # a restarted or second server
     contender = ok(after, claim(HOLDER_B))
     assert (contender["acquired"], contender["generation"]) == (False, 1)
     assert ok(after, status())["stage"] == "claimed"
@@ -73,14 +73,14 @@ def test_another_fence_key_is_refused_on_every_redis_action(
 ) -> None:
     env = _redis_env(redis_server, db=2)
     store = redis.Redis(host="127.0.0.1", port=redis_server.port, db=2)
-    machine_a = open_fence_service(tmp_path / "a", env)
+    machine_a = fence_from_env(tmp_path / "a", env)
     assert ok(machine_a, claim(HOLDER_A))["acquired"] is True
     # Let every setting that carries an expiry lapse, as wall time would; the record of the
     # fence key must not be one of them.
     for name in store.scan_iter(match=b"workrail:fence:setting:*"):
         if store.pttl(name) > 0:
             store.delete(name)
-    machine_b = open_fence_service(tmp_path / "b", env)  # its own keys/fence.key
+    machine_b = fence_from_env(tmp_path / "b", env)  # its own keys/fence.key
     for payload in (claim(HOLDER_B), status()):
         refused = run(machine_b, payload)
         error = refused.body["error"]

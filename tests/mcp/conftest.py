@@ -14,8 +14,16 @@ from mcp.server import MCPServer
 from mcp.types import CallToolResult
 
 from tests.engine.conftest import make_engine
+from tests.fence.conftest import (  # noqa: F401 (fixtures of the fence surfaces' tests)
+    backend,
+    backend_factory,
+    clock,
+    redis_server,
+    service,
+)
+from tests.fence.helpers import fence_from_env
 from workrail.engine.api import Engine
-from workrail.fence import FenceService, open_fence_service
+from workrail.fence import FenceService
 from workrail.mcp import build_server
 
 
@@ -43,9 +51,9 @@ async def client(server: MCPServer) -> AsyncIterator[Client]:
 @pytest.fixture
 def fence(data_dir: Path) -> Iterator[FenceService]:
     """The embedded (SQLite) fence backend, whatever the caller's environment says."""
-    service = open_fence_service(data_dir, {"WORKRAIL_FENCE_URL": ""})
-    yield service
-    service.close()
+    embedded = fence_from_env(data_dir, {"WORKRAIL_FENCE_URL": ""})
+    yield embedded
+    embedded.close()
 
 
 @pytest.fixture

@@ -5,6 +5,8 @@ cannot open leaving the workflow tools up."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -17,13 +19,13 @@ from starlette.testclient import TestClient
 
 from tests.engine.conftest import make_engine
 from tests.fence.conftest import free_port
-from tests.fence.helpers import claim
+from tests.fence.helpers import claim, fence_from_env
 from tests.mcp.conftest import ok
-from tests.mcp.servers import http_subprocess
+from tests.mcp.servers import http_subprocess, server_env
 from workrail.fence import FenceService
 from workrail.fence.describe import describe_result
 from workrail.mcp import build_server
-from workrail.mcp.transport import build_http_app, open_fence
+from workrail.mcp.transport import build_http_app
 
 pytestmark = pytest.mark.anyio
 
@@ -95,18 +97,23 @@ async def test_effect_checkpoint_claim_in_memory(full_client: Client) -> None:
     assert again.structured_content["acquired"] is False
 
 
-def test_a_bad_fence_setting_is_a_warning_not_a_crash(
-    data_dir: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    assert open_fence(data_dir, {"WORKRAIL_FENCE_URL": "ftp://nowhere"}) is None
-    assert "effect_checkpoint is disabled" in caplog.text
+def test_a_bad_fence_setting_stops_the_server_with_one_line(data_dir: Path) -> None:
+    env = {**server_env(data_dir), "WORKRAIL_FENCE_URL": "ftp://nowhere"}
+    done = subprocess.run(
+        [sys.executable, "-m", "workrail", "serve", "--port", str(free_port())],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert "WORKRAIL_FENCE_URL" in done.stderr and "Traceback" not in done.stderr
 
 
 async def test_unreachable_redis_keeps_the_tool_and_answers_dependency_unavailable(
     data_dir: Path,
 ) -> None:
-    fence = open_fence(data_dir, {"WORKRAIL_FENCE_URL": f"redis://127.0.0.1:{free_port()}/0"})
-    assert fence is not None
+    fence = fence_from_env(data_dir, {"WORKRAIL_FENCE_URL": f"redis://127.0.0.1:{free_port()}/0"})
     engine = make_engine(data_dir)
     with TestClient(build_http_app(engine, fence), base_url="http://127.0.0.1:8000") as http:
         down = http.post(CHECKPOINT_PATH, json=claim(), headers={"Idempotency-Key": "down-0001"})

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.anyio
 def event_count(data_dir: Path) -> int:
     sessions = LocalBackend.open(data_dir).sessions
     total = 0
-    for sid in sessions.session_ids():
+    for sid in sessions.list_ids().unwrap():
         read = sessions.read(sid, lambda log: log.count)
         assert isinstance(read, Success)
         total += read.unwrap()
@@ -361,7 +361,7 @@ async def test_signed_token_for_a_missing_session_is_unknown_node(
 
 
 def _only_session(data_dir: Path) -> str:
-    (sid,) = LocalBackend.open(data_dir).sessions.session_ids()
+    (sid,) = LocalBackend.open(data_dir).sessions.list_ids().unwrap()
     return sid
 
 

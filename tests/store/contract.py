@@ -1,22 +1,41 @@
-"""The session-store contract: every backend subclasses `SessionStoreContract` and provides
-`backend` (an object with `.sessions`) and `corrupt_segment(...)` for its own storage."""
+"""The session-store contract, typed against the port: every backend subclasses
+`SessionStoreContract` and provides the fixtures below for its own storage. The tests run
+unchanged against every backend."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from returns.result import Failure, Success
+from returns.result import Failure, Result, Success
 
 from tests.store.plans import Chain, advance_plan, new_id
-from workrail.store.ports import AppendPlan, WriteTxn
+from workrail.core.events import DomainEvent
+from workrail.store.errors import StoreError
+from workrail.store.ports import (
+    LIST_PAGE_MAX,
+    AppendOutcome,
+    AppendPlan,
+    SessionStore,
+    SessionWatch,
+    WriteTxn,
+)
+
+Reopen = Callable[[], SessionStore]
+HoldWriter = Callable[[str], AbstractContextManager[None]]
 
 
-def append(store: Any, session_id: str, plan: AppendPlan) -> Any:
-    return store.write(session_id, lambda txn: txn.append(plan))
+def append(store: SessionStore, session_id: str, plan: AppendPlan) -> Any:
+    def write(txn: WriteTxn) -> Result[AppendOutcome, StoreError]:
+        return txn.append(plan)
+
+    return store.write(session_id, write)
 
 
-def events_of(store: Any, session_id: str) -> list[Any]:
+def events_of(store: SessionStore, session_id: str) -> list[DomainEvent]:
     result = store.read(session_id, lambda log: list(log.events))
     assert isinstance(result, Success), result
     return result.unwrap()
@@ -26,10 +45,11 @@ class SessionStoreContract:
     """Fixtures a backend provides: `store`; `reopen()` (a new store over the same
     storage, with no in-process cache); `damage(session_id)` (corrupt the bytes of the
     latest committed append); `orphan(session_id, first_index)` (leave the debris of an
-    append that was written but never attested)."""
+    append that was written but never attested); `hold_writer(session_id)` (a context
+    manager that holds the session's writer from another process or connection)."""
 
     @pytest.fixture
-    def store(self) -> Any:
+    def store(self) -> SessionStore:
         raise NotImplementedError
 
     def test_damaged_append_makes_the_session_corrupt_and_read_only(
@@ -40,11 +60,11 @@ class SessionStoreContract:
         append(store, chain.sess, chain.advance())
         damage(chain.sess)
         fresh = reopen()
-        health = fresh.health(chain.sess)
+        health = fresh.health(chain.sess).unwrap()
         assert health.kind == "corrupt_tail"
         assert health.reason is not None and health.reason.code == "digest_mismatch"
         assert append(fresh, chain.sess, chain.advance()).failure().code == "SESSION_NOT_HEALTHY"
-        prefix = fresh.load_prefix(chain.sess)
+        prefix = fresh.load_prefix(chain.sess).unwrap()
         assert not prefix.complete and len(prefix.events) == 3
 
     def test_orphaned_append_debris_is_ignored(self, store: Any, reopen: Any, orphan: Any) -> None:
@@ -52,7 +72,7 @@ class SessionStoreContract:
         append(store, chain.sess, chain.start())
         orphan(chain.sess, 3)
         fresh = reopen()
-        assert fresh.health(chain.sess).kind == "healthy"
+        assert fresh.health(chain.sess).unwrap().kind == "healthy"
         assert len(events_of(fresh, chain.sess)) == 3
         assert isinstance(append(fresh, chain.sess, chain.advance()), Success)
         assert len(events_of(reopen(), chain.sess)) == 6
@@ -66,7 +86,7 @@ class SessionStoreContract:
         assert isinstance(append(store, chain.sess, chain.advance()), Success)
         events = events_of(store, chain.sess)
         assert [e.eventIndex for e in events] == list(range(6))
-        assert store.health(chain.sess).kind == "healthy"
+        assert store.health(chain.sess).unwrap().kind == "healthy"
 
     def test_replayed_plan_is_a_noop_reporting_existing_events(self, store: Any) -> None:
         chain = Chain()
@@ -165,10 +185,89 @@ class SessionStoreContract:
     def test_session_ids_are_listed(self, store: Any) -> None:
         chain = Chain()
         append(store, chain.sess, chain.start())
-        assert chain.sess in store.session_ids()
+        assert chain.sess in store.list_ids().unwrap()
+        assert store.exists(chain.sess).unwrap() is True
+        assert store.exists(new_id("sess")).unwrap() is False
+
+    def test_listing_is_paged_in_id_order(self, store: SessionStore) -> None:
+        chains = [Chain() for _ in range(5)]
+        for chain in chains:
+            append(store, chain.sess, chain.start())
+        ours = sorted(c.sess for c in chains)
+        seen: list[str] = []
+        after: str | None = None
+        while True:
+            page = store.list_ids(after=after, limit=2).unwrap()
+            assert len(page) <= 2 and page == sorted(page)
+            if not page:
+                break
+            seen.extend(page)
+            after = page[-1]
+        assert [s for s in seen if s in ours] == ours
+        assert len(store.list_ids(limit=LIST_PAGE_MAX + 50).unwrap()) <= LIST_PAGE_MAX
+        assert store.list_ids(after=ours[-1], limit=1000).unwrap() == [
+            s for s in seen if s > ours[-1]
+        ]
+
+    def test_last_activity_is_when_the_store_last_wrote(self, store: SessionStore) -> None:
+        chain = Chain()
+        assert store.last_activity(chain.sess).unwrap() is None
+        before = datetime.now(UTC) - timedelta(seconds=2)
+        append(store, chain.sess, chain.start())
+        stamp = store.last_activity(chain.sess).unwrap()
+        assert stamp is not None and before <= stamp <= datetime.now(UTC) + timedelta(seconds=2)
+
+    def test_another_writer_on_the_same_store_excludes_this_one(
+        self, store: SessionStore, hold_writer: HoldWriter
+    ) -> None:
+        chain = Chain()
+        append(store, chain.sess, chain.start())
+        plan = chain.advance()
+        with hold_writer(chain.sess):
+            refused = append(store, chain.sess, plan)
+            assert isinstance(refused, Failure)
+            assert refused.failure().code == "SESSION_LOCKED" and refused.failure().retryable
+            assert len(events_of(store, chain.sess)) == 3  # reads go on while it writes
+        assert isinstance(append(store, chain.sess, plan), Success)
+        assert len(events_of(store, chain.sess)) == 6
 
     def test_malformed_session_id_never_reaches_storage(self, store: Any) -> None:
         for bad in ("../../etc", "sess_../x", "sess_ABC", "", "sess_" + "a" * 26 + "/.."):
             result = store.read(bad, lambda log: log.count)
             assert isinstance(result, Failure)
             assert result.failure().code == "INVALID_REFERENCE"
+
+    def test_watch_reports_appends_to_watched_sessions(
+        self, store: SessionStore, watch: SessionWatch
+    ) -> None:
+        watched, other = Chain(), Chain()
+        append(store, watched.sess, watched.start())
+        feed = watch.subscribe([watched.sess]).unwrap()
+        try:
+            assert feed.wait(0.05).unwrap() == frozenset()
+            append(store, other.sess, other.start())
+            append(store, watched.sess, watched.advance())
+            changed: set[str] = set()
+            for _ in range(50):  # bounded: each wait returns as soon as something changed
+                changed |= feed.wait(0.2).unwrap()
+                if watched.sess in changed:
+                    break
+            assert watched.sess in changed and other.sess not in changed
+        finally:
+            feed.close()
+
+    def test_watching_everything_sees_new_sessions(
+        self, store: SessionStore, watch: SessionWatch
+    ) -> None:
+        feed = watch.subscribe().unwrap()
+        try:
+            chain = Chain()
+            append(store, chain.sess, chain.start())
+            changed: set[str] = set()
+            for _ in range(50):
+                changed |= feed.wait(0.2).unwrap()
+                if chain.sess in changed:
+                    break
+            assert chain.sess in changed
+        finally:
+            feed.close()

@@ -22,7 +22,7 @@ def main() -> None:
     bad = 0
     for i in range(int(sys.argv[3])):
         value = {"n": i, "pad": "x" * 200}
-        ref = store.put(value)
+        ref = store.put(value).unwrap()
         if store.get(ref).unwrap() != value:
             bad += 1
     print(f"BAD {bad}", flush=True)

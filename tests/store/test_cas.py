@@ -40,7 +40,7 @@ def which(request: pytest.FixtureRequest) -> str:
 
 
 def test_put_writes_jcs_bytes_named_by_their_sha256(data_dir: Path, which: str) -> None:
-    ref = store_of(data_dir, which).put(VALUE)
+    ref = store_of(data_dir, which).put(VALUE).unwrap()
     assert ref == REF
     path = file_of(data_dir, which, ref)
     assert path.name == "sha256_" + hashlib.sha256(JCS).hexdigest() + ".json"
@@ -53,18 +53,18 @@ def test_put_writes_jcs_bytes_named_by_their_sha256(data_dir: Path, which: str) 
 
 def test_put_is_idempotent_and_write_once(data_dir: Path, which: str) -> None:
     store = store_of(data_dir, which)
-    assert store.put(VALUE) == REF
+    assert store.put(VALUE).unwrap() == REF
     path = file_of(data_dir, which, REF)
     before = path.stat()
-    assert store.put(dict(reversed(list(VALUE.items())))) == REF  # key order is irrelevant
-    assert store_of(data_dir, which).put(VALUE) == REF  # a fresh instance, file on disk
+    assert store.put(dict(reversed(list(VALUE.items())))).unwrap() == REF  # key order is irrelevant
+    assert store_of(data_dir, which).put(VALUE).unwrap() == REF  # a fresh instance, file on disk
     after = path.stat()
     assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
     assert path.read_bytes() == JCS
 
 
 def test_get_round_trips(data_dir: Path, which: str) -> None:
-    store_of(data_dir, which).put(VALUE)
+    store_of(data_dir, which).put(VALUE).unwrap()
     for store in (store_of(data_dir, which), store_of(data_dir, which)):
         result = store.get(REF)
         assert result == Success(json.loads(JCS))
@@ -76,7 +76,7 @@ def test_missing_is_success_none(data_dir: Path, which: str) -> None:
 
 
 def test_tampered_byte_is_a_failure(data_dir: Path, which: str) -> None:
-    store_of(data_dir, which).put(VALUE)
+    store_of(data_dir, which).put(VALUE).unwrap()
     path = file_of(data_dir, which, REF)
     data = bytearray(path.read_bytes())
     data[data.index(b"true")] = ord("T")  # still the same length, no longer the same hash
@@ -87,7 +87,7 @@ def test_tampered_byte_is_a_failure(data_dir: Path, which: str) -> None:
 
 
 def test_reformatted_but_equal_json_is_a_failure(data_dir: Path, which: str) -> None:
-    store_of(data_dir, which).put(VALUE)
+    store_of(data_dir, which).put(VALUE).unwrap()
     path = file_of(data_dir, which, REF)
     path.write_bytes(json.dumps(VALUE, indent=2).encode())
     result = store_of(data_dir, which).get(REF)
@@ -160,7 +160,7 @@ def test_put_of_reference_content_reproduces_the_reference_ref(
     data_dir: Path, kind: str, path: Path
 ) -> None:
     value = json.loads(path.read_bytes())
-    ref = store_of(data_dir, kind).put(value)
+    ref = store_of(data_dir, kind).put(value).unwrap()
     assert ref.replace(":", "_") + ".json" == path.name
     assert file_of(data_dir, kind, ref).read_bytes() == path.read_bytes()
 

@@ -171,3 +171,18 @@ def test_corrupt_files_raise(data_dir: Path, name: str) -> None:
         rotate_keyring(data_dir)
     # a corrupt keyring is never replaced
     assert path.read_bytes() == CORRUPT[name]
+
+
+def test_the_keyring_port_loads_rotates_and_reports_corruption_as_values(tmp_path: Path) -> None:
+    from workrail.store.local.keyring import LocalKeyringStore
+
+    port = LocalKeyringStore(tmp_path)
+    first = port.load().unwrap()
+    assert port.load().unwrap() == first  # created once, then read
+    rotated = port.rotate().unwrap()
+    assert rotated.previous == first.current and rotated.current != first.current
+    keyring_path(tmp_path).write_bytes(b"{not json")
+    failed = port.load()
+    assert failed.failure().code == "KEYRING_CORRUPT"
+    assert port.rotate().failure().code == "KEYRING_CORRUPT"
+    assert keyring_path(tmp_path).read_bytes() == b"{not json"  # nothing was overwritten

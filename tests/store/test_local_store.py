@@ -2,6 +2,10 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +16,17 @@ from tests.store.plans import Chain
 from workrail.store.local.backend import LocalBackend
 from workrail.store.local.session_store import LocalSessionStore
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 class TestLocalSessionStore(SessionStoreContract):
     @pytest.fixture
     def store(self, data_dir: Path) -> Any:
         return LocalBackend.open(data_dir).sessions
+
+    @pytest.fixture
+    def watch(self, data_dir: Path) -> Any:
+        return LocalBackend.open(data_dir).watch
 
     @pytest.fixture
     def reopen(self, data_dir: Path) -> Any:
@@ -41,6 +51,27 @@ class TestLocalSessionStore(SessionStoreContract):
             (events / f"{first:08d}-{first + 2:08d}.jsonl.tmp").write_bytes(b"half")
 
         return leave_an_unattested_segment
+
+    @pytest.fixture
+    def hold_writer(self, data_dir: Path) -> Any:
+        @contextmanager
+        def in_another_process(session_id: str) -> Iterator[None]:
+            child = subprocess.Popen(
+                [sys.executable, "-m", "tests.engine.hold_lock_child", str(data_dir), session_id],
+                cwd=ROOT,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            try:
+                assert child.stdout is not None and child.stdout.readline().strip() == "READY"
+                yield
+            finally:
+                assert child.stdin is not None
+                child.stdin.close()
+                child.wait(timeout=60)
+
+        return in_another_process
 
 
 def _fresh(data_dir: Path) -> LocalSessionStore:
@@ -78,7 +109,7 @@ def test_orphan_segment_is_ignored(data_dir: Path) -> None:
     (sdir / "events" / "00000099-00000099.jsonl").write_bytes(b"garbage\n")
     (sdir / "events" / "00000006-00000008.jsonl.tmp").write_bytes(b"garbage")
     store = _fresh(data_dir)
-    assert store.health(chain.sess).kind == "healthy"
+    assert store.health(chain.sess).unwrap().kind == "healthy"
     assert len(events_of(store, chain.sess)) == 6
 
 
@@ -87,7 +118,7 @@ def test_orphan_with_the_next_name_is_replaced_by_the_next_append(data_dir: Path
     (sdir / "events" / "00000006-00000008.jsonl").write_bytes(b"orphan\n")
     store = _fresh(data_dir)
     append(store, chain.sess, chain.advance())
-    assert _fresh(data_dir).health(chain.sess).kind == "healthy"
+    assert _fresh(data_dir).health(chain.sess).unwrap().kind == "healthy"
 
 
 def test_digest_mismatch_is_corrupt_tail_and_never_repaired(data_dir: Path) -> None:
@@ -98,7 +129,7 @@ def test_digest_mismatch_is_corrupt_tail_and_never_repaired(data_dir: Path) -> N
     seg.write_bytes(bytes(data))
     before = {p: p.read_bytes() for p in sdir.rglob("*") if p.is_file()}
     store = _fresh(data_dir)
-    health = store.health(chain.sess)
+    health = store.health(chain.sess).unwrap()
     assert health.kind == "corrupt_tail"
     assert health.reason is not None and health.reason.code == "digest_mismatch"
     assert append(store, chain.sess, chain.advance()).failure().code == "SESSION_NOT_HEALTHY"
@@ -108,7 +139,7 @@ def test_digest_mismatch_is_corrupt_tail_and_never_repaired(data_dir: Path) -> N
 def test_missing_segment_is_corrupt_tail(data_dir: Path) -> None:
     chain, sdir = _grown(data_dir, 1)
     (sdir / "events" / "00000003-00000005.jsonl").unlink()
-    health = _fresh(data_dir).health(chain.sess)
+    health = _fresh(data_dir).health(chain.sess).unwrap()
     assert (health.kind, health.reason and health.reason.code) == (
         "corrupt_tail",
         "missing_attested_segment",
@@ -120,7 +151,7 @@ def test_first_manifest_line_not_json_is_corrupt_head(data_dir: Path) -> None:
     manifest = sdir / "manifest.jsonl"
     lines = manifest.read_bytes().splitlines(keepends=True)
     manifest.write_bytes(b"{not json\n" + b"".join(lines[1:]))
-    health = _fresh(data_dir).health(chain.sess)
+    health = _fresh(data_dir).health(chain.sess).unwrap()
     assert health.kind == "corrupt_head"
     assert health.reason is not None and health.reason.code == "non_contiguous_indices"
 
@@ -131,7 +162,7 @@ def test_middle_manifest_line_not_json_is_corrupt_tail(data_dir: Path) -> None:
     lines = manifest.read_bytes().splitlines(keepends=True)
     lines[2] = b"{broken\n"
     manifest.write_bytes(b"".join(lines))
-    health = _fresh(data_dir).health(chain.sess)
+    health = _fresh(data_dir).health(chain.sess).unwrap()
     assert health.kind == "corrupt_tail"
 
 
@@ -143,7 +174,7 @@ def test_unknown_schema_version(data_dir: Path) -> None:
     record["v"] = 2
     lines[2] = json.dumps(record).encode() + b"\n"
     manifest.write_bytes(b"".join(lines))
-    health = _fresh(data_dir).health(chain.sess)
+    health = _fresh(data_dir).health(chain.sess).unwrap()
     assert health.kind == "unknown_version"
     assert health.reason is not None and health.reason.code == "unknown_schema_version"
 
@@ -158,7 +189,7 @@ def test_missing_pin_of_an_earlier_group_is_corrupt(data_dir: Path) -> None:
         record["manifestIndex"] = i
         lines[i] = json.dumps(record, separators=(",", ":"), sort_keys=True).encode() + b"\n"
     manifest.write_bytes(b"".join(lines))
-    health = _fresh(data_dir).health(chain.sess)
+    health = _fresh(data_dir).health(chain.sess).unwrap()
     assert health.kind == "corrupt_tail"
     assert health.reason is not None
     assert health.reason.message.startswith("Missing snapshot_pinned for introduced snapshotRef")
@@ -173,12 +204,12 @@ def test_final_group_without_its_pin_is_an_unacknowledged_append(data_dir: Path)
     lines = manifest.read_bytes().splitlines(keepends=True)
     manifest.write_bytes(b"".join(lines[:3]))
     store = _fresh(data_dir)
-    assert store.health(chain.sess).kind == "healthy"
+    assert store.health(chain.sess).unwrap().kind == "healthy"
     assert len(events_of(store, chain.sess)) == 3
     chain.next_index, chain.tip = 3, events_of(store, chain.sess)[2].node_id
     assert not append(store, chain.sess, chain.advance()).unwrap().deduplicated
     assert len(events_of(_fresh(data_dir), chain.sess)) == 6
-    assert _fresh(data_dir).health(chain.sess).kind == "healthy"
+    assert _fresh(data_dir).health(chain.sess).unwrap().kind == "healthy"
 
 
 def test_torn_tail_never_hides_a_corrupt_final_segment(data_dir: Path) -> None:
@@ -191,7 +222,7 @@ def test_torn_tail_never_hides_a_corrupt_final_segment(data_dir: Path) -> None:
     intact = manifest.read_bytes() + b'{"v":1,"manif'
     manifest.write_bytes(intact)
     store = _fresh(data_dir)
-    health = store.health(chain.sess)
+    health = store.health(chain.sess).unwrap()
     assert health.kind == "corrupt_tail"
     assert health.reason is not None and health.reason.code == "digest_mismatch"
     assert append(store, chain.sess, chain.advance()).failure().code == "SESSION_NOT_HEALTHY"
@@ -205,7 +236,7 @@ def test_blank_lines_at_the_end_of_the_manifest_do_not_confuse_the_cache(data_di
     mine = _fresh(data_dir)
     append(mine, chain.sess, chain.advance())
     append(_fresh(data_dir), chain.sess, chain.advance())
-    assert mine.health(chain.sess).kind == "healthy"
+    assert mine.health(chain.sess).unwrap().kind == "healthy"
     assert len(events_of(mine, chain.sess)) == 12
 
 
@@ -215,7 +246,7 @@ def test_torn_final_manifest_line_is_absent_and_cut_before_next_append(data_dir:
     intact = manifest.read_bytes()
     manifest.write_bytes(intact + b'{"bytes":12,"zzTORN')
     store = _fresh(data_dir)
-    assert store.health(chain.sess).kind == "healthy"
+    assert store.health(chain.sess).unwrap().kind == "healthy"
     assert len(events_of(store, chain.sess)) == 6
     assert manifest.read_bytes().endswith(b'"zzTORN')  # reads never rewrite
     append(store, chain.sess, chain.advance())
@@ -231,7 +262,7 @@ def test_torn_group_with_complete_segment_line_drops_the_whole_group(data_dir: P
     # segment_closed complete, its pin torn mid-line
     manifest.write_bytes(b"".join(lines[:3]) + lines[3][:20])
     store = _fresh(data_dir)
-    assert store.health(chain.sess).kind == "healthy"
+    assert store.health(chain.sess).unwrap().kind == "healthy"
     assert len(events_of(store, chain.sess)) == 3
 
 
@@ -239,7 +270,7 @@ def test_prefix_load_salvages_up_to_the_first_bad_segment(data_dir: Path) -> Non
     chain, sdir = _grown(data_dir, 2)
     seg = sdir / "events" / "00000006-00000008.jsonl"
     seg.write_bytes(seg.read_bytes().replace(b"node_created", b"node_createx", 1))
-    prefix = _fresh(data_dir).load_prefix(chain.sess)
+    prefix = _fresh(data_dir).load_prefix(chain.sess).unwrap()
     assert not prefix.complete
     assert prefix.reason is not None and prefix.reason.code == "digest_mismatch"
     assert [e.eventIndex for e in prefix.events] == list(range(6))
@@ -255,10 +286,10 @@ def test_warm_cache_sees_appends_from_another_store_instance(data_dir: Path) -> 
 
 def test_reference_sessions_load_healthy(reference_data: Path) -> None:
     store = _fresh(reference_data)
-    ids = store.session_ids()
+    ids = store.list_ids().unwrap()
     assert ids == ["sess_akuobhxpaal3j6jgnpsnzywq2u", "sess_xitzhouag5y6h6k7bbzrv6k6ly"]
     for sid in ids:
-        assert store.health(sid).kind == "healthy"
+        assert store.health(sid).unwrap().kind == "healthy"
 
 
 def test_reference_session_accepts_a_python_append(reference_data: Path) -> None:
@@ -271,7 +302,7 @@ def test_reference_session_accepts_a_python_append(reference_data: Path) -> None
     tip = log.index.preferred_tip(run)
     plan = advance_plan(sid, run, log.count, tip, new_id("node"), new_id("attempt"))
     assert append(store, sid, plan).unwrap().deduplicated is False
-    assert _fresh(reference_data).health(sid).kind == "healthy"
+    assert _fresh(reference_data).health(sid).unwrap().kind == "healthy"
 
 
 def test_no_lock_file_is_left_after_a_write(data_dir: Path) -> None:

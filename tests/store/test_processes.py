@@ -44,7 +44,7 @@ def test_sigkill_at_each_append_step_loses_nothing_acknowledged(
     assert len(acked) == kill_at
 
     store = LocalBackend.open(data_dir).sessions
-    assert store.health(sess).kind in ("healthy",)
+    assert store.health(sess).unwrap().kind in ("healthy",)
     events = events_of(store, sess)
     if acked:
         assert len(events) >= acked[-1] + 1
@@ -64,7 +64,7 @@ def test_sigkill_at_each_append_step_loses_nothing_acknowledged(
         plan = start_plan(sess, new_id("run"), new_id("node"))
     assert append(store, sess, plan).unwrap().deduplicated is False
     fresh = LocalBackend.open(data_dir).sessions
-    assert fresh.health(sess).kind == "healthy"
+    assert fresh.health(sess).unwrap().kind == "healthy"
     assert len(events_of(fresh, sess)) == len(events) + len(plan.events)
 
 
@@ -90,4 +90,4 @@ def test_concurrent_processes_append_contiguously(data_dir: Path) -> None:
     assert len(events) == 3 + workers * rounds * 3
     assert [e.eventIndex for e in events] == list(range(len(events)))
     assert len({e.dedupeKey for e in events}) == len(events)
-    assert LocalBackend.open(data_dir).sessions.health(sess).kind == "healthy"
+    assert LocalBackend.open(data_dir).sessions.health(sess).unwrap().kind == "healthy"

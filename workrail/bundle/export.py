@@ -152,7 +152,16 @@ def _load(backend: BundleBackend, session_id: str) -> _Loaded | BundleError:
             session_id,
             details,
         )
-    prefix = backend.sessions.load_prefix(session_id)
+    loaded = backend.sessions.load_prefix(session_id)
+    if isinstance(loaded, Failure):
+        problem = loaded.failure()
+        return BundleError(
+            "EXPORT_SESSION_STORE_ERROR",
+            f"Session {session_id} cannot be read ({problem.code}: {problem.message}).",
+            session_id,
+            {"storeCode": problem.code},
+        )
+    prefix = loaded.unwrap()
     events, manifest = pinned_prefix(prefix.events, prefix.manifest)
     reason = health.reason
     return events, manifest, Salvage(reason=SalvageReason(code=reason.code, message=reason.message))

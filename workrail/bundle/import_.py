@@ -30,7 +30,7 @@ from workrail.bundle.validate import (
     check_bundle,
     validate_bytes,
 )
-from workrail.core.canonical import CanonicalJsonError, canonical_bytes
+from workrail.core.canonical import canonical_bytes
 from workrail.core.ids import is_session_id, make_id
 from workrail.store.errors import StoreError
 from workrail.store.ports import (
@@ -154,12 +154,17 @@ def import_validated(
 ) -> Result[ImportResult, BundleError]:
     """Store an already validated bundle."""
     original = validated.bundle.session.sessionId
-    taken = set(backend.sessions.session_ids())
+    taken: set[str] = set()
     target = validated
     for _attempt in range(MINT_ATTEMPTS):
         target_id = target.bundle.session.sessionId
+        exists = backend.sessions.exists(target_id)
+        if isinstance(exists, Failure):
+            return Failure(_store_error(exists.failure(), target_id))
+        if exists.unwrap():
+            taken.add(target_id)
         if target_id in taken:
-            renamed = _renamed(validated, mint_session_id, taken)
+            renamed = _renamed(backend, validated, mint_session_id, taken)
             if isinstance(renamed, BundleError):
                 return Failure(renamed)
             target = renamed
@@ -186,10 +191,14 @@ def import_validated(
 
 
 def _renamed(
-    validated: ValidatedBundle, mint: Callable[[], str], taken: set[str]
+    backend: BundleBackend,
+    validated: ValidatedBundle,
+    mint: Callable[[], str],
+    taken: set[str],
 ) -> ValidatedBundle | BundleError:
     new_id = mint()
-    if not is_session_id(new_id) or new_id in taken:
+    free = is_session_id(new_id) and new_id not in taken
+    if not free or backend.sessions.exists(new_id).value_or(True):
         return BundleError(
             "IMPORT_SESSION_STORE_ERROR",
             f"The minted session id {new_id[:60]!r} is not a free, well-formed session id.",
@@ -225,10 +234,10 @@ def _put_all(
 ) -> BundleError | None:
     """Put every value into a content-addressed store and check it lands under its key."""
     for ref, value in items.items():
-        try:
-            stored = store.put(value)
-        except (OSError, CanonicalJsonError) as exc:
-            return BundleError(code, f"Cannot store {noun} {ref}: {exc}", ref)
+        put = store.put(value)
+        if isinstance(put, Failure):
+            return BundleError(code, f"Cannot store {noun} {ref}: {put.failure().message}", ref)
+        stored = put.unwrap()
         if stored != ref:
             return BundleError(code, f"{noun.capitalize()} {ref} was stored as {stored}", ref)
     return None

@@ -185,7 +185,10 @@ def _plan(
     sess, run, from_node = log.session_id, facts.run_id, node.node_id
     to_node = deps.mint("node")
     new_snapshot: ExecutionSnapshot = decision.snapshot
-    snapshot_ref = deps.snapshots.put(new_snapshot.to_json())
+    stored = deps.snapshots.put(new_snapshot.to_json())
+    if isinstance(stored, Failure):
+        return Failure(from_store(stored.failure(), "advance"))
+    snapshot_ref = stored.unwrap()
     remember_snapshot(snapshot_ref, new_snapshot)
     plan = PlanBuilder(sess, log.count, deps.mint)
     recorded = plan.add(

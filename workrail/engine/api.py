@@ -21,6 +21,7 @@ from workrail.engine.context import validate_context
 from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError, error
 from workrail.engine.loaded import CompiledCache
+from workrail.engine.sessions_view import all_session_ids
 from workrail.tokens import TokenError, check_advance_scope
 
 Response = Result[dict[str, Any], EngineError]
@@ -117,7 +118,7 @@ class Engine:
             if isinstance(token, Failure):
                 return _token_error(token.failure())
             return token.unwrap().session_id, token.unwrap().node_id
-        for session_id in self.deps.sessions.session_ids():
+        for session_id in all_session_ids(self.deps.sessions):
             found = self.deps.sessions.read(
                 session_id, lambda log: token_or_node in log.index.nodes
             )

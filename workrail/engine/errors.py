@@ -20,6 +20,8 @@ ErrorCode = Literal[
     "TOKEN_WORKFLOW_HASH_MISMATCH",
     "TOKEN_SESSION_LOCKED",
     "SESSION_NOT_HEALTHY",
+    # a shared store (PostgreSQL) that cannot be reached right now
+    "STORE_UNAVAILABLE",
     # portable checkpoint records (not part of the reference's set)
     "CHECKPOINT_RECORD_INVALID",
     "CHECKPOINT_PLAN_MISMATCH",
@@ -93,6 +95,21 @@ def locked() -> EngineError:
         "WorkRail process is running for this session.",
         "Retry in 1–3 seconds; if this persists >10s, ensure no other WorkRail process is running.",
         retry=Retry("retryable_after_ms", LOCK_RETRY_MS),
+    )
+
+
+STORE_RETRY_MS = 2000
+
+
+def unavailable(detail: str) -> EngineError:
+    """The session store cannot be reached; nothing was written, the same call can be
+    sent again."""
+    return error(
+        "STORE_UNAVAILABLE",
+        f"The session store is unavailable right now: {detail}",
+        "Nothing was recorded. Send the same call again in a few seconds; if this persists, "
+        "ask a person to check the database.",
+        retry=Retry("retryable_after_ms", STORE_RETRY_MS),
     )
 
 

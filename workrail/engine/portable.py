@@ -217,8 +217,10 @@ def resume_record(
                 "Supply the run context exactly as it was at the checkpoint.",
             )
         )
-    workflow_hash = deps.pinned.put(pinned.to_json())
-    compiled = cache.get(deps, workflow_hash)
+    stored = deps.pinned.put(pinned.to_json())
+    if isinstance(stored, Failure):
+        return Failure(from_store(stored.failure(), "start"))
+    compiled = cache.get(deps, stored.unwrap())
     if isinstance(compiled, Failure):
         return Failure(compiled.failure())
     state = InterpreterState(

@@ -9,10 +9,9 @@ still be read.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any, Protocol
 
 from returns.result import Success
@@ -20,6 +19,7 @@ from returns.result import Success
 from workrail.core.events import DomainEvent, NodeCreated
 from workrail.core.session_index import ProjectionError, SessionIndex
 from workrail.core.snapshot import BlockedState, CompleteState, RunningState, parse_snapshot
+from workrail.store.errors import StoreError
 from workrail.store.ports import SessionLog, SessionStore, SnapshotStore
 
 UNHEALTHY_BANNER = (
@@ -27,12 +27,9 @@ UNHEALTHY_BANNER = (
     "shown below is its validated prefix."
 )
 
-ActivityOf = Callable[[str], str | None]
-"""Session id → ISO time of the session's last write, or None when unknown."""
-
 
 class SessionSource(Protocol):
-    """The two stores the read model needs (a LocalBackend or EngineDeps both fit)."""
+    """The two stores the read model needs (a Backend or EngineDeps both fit)."""
 
     @property
     def sessions(self) -> SessionStore: ...
@@ -147,27 +144,6 @@ class SessionView:
         return out
 
 
-def no_activity(session_id: str) -> str | None:
-    return None
-
-
-def mtime_activity(session_dir: Callable[[str], Path]) -> ActivityOf:
-    """Last activity from file times: the log records no clock, the file system does."""
-
-    def newest(session_id: str) -> str | None:
-        try:
-            directory = session_dir(session_id)
-            stamps = (p.stat().st_mtime for p in directory.rglob("*") if p.is_file())
-            latest = max(stamps, default=0.0)
-        except (OSError, ValueError):
-            return None
-        if not latest:
-            return None
-        return datetime.fromtimestamp(latest).astimezone().isoformat(timespec="seconds")
-
-    return newest
-
-
 def _project(index: SessionIndex) -> list[RunView]:
     """Copy what the views need while the store guarantees a consistent index."""
     runs = []
@@ -249,27 +225,53 @@ def _state_of(snapshots: SnapshotStore, ref: str) -> tuple[str, str | None]:
     return state.kind, None
 
 
-def load_session(
-    source: SessionSource, session_id: str, activity: ActivityOf = no_activity
-) -> SessionView:
+def _activity(sessions: SessionStore, session_id: str) -> str | None:
+    moment: datetime | None = sessions.last_activity(session_id).value_or(None)
+    return None if moment is None else moment.astimezone().isoformat(timespec="seconds")
+
+
+def load_session(source: SessionSource, session_id: str) -> SessionView:
     """A read-only view of one session; an unhealthy one shows its validated prefix."""
-    health = source.sessions.health(session_id)
-    view = SessionView(session_id, health.to_json(), 0, activity(session_id), [])
+    checked = source.sessions.health(session_id)
+    if not isinstance(checked, Success):
+        error: StoreError = checked.failure()
+        view = SessionView(
+            session_id,
+            {"kind": "unreadable", "reason": {"code": error.code, "message": error.message}},
+            0,
+            None,
+            [],
+        )
+        return view
+    health = checked.unwrap()
+    view = SessionView(session_id, health.to_json(), 0, _activity(source.sessions, session_id), [])
     if health.is_healthy:
         read = source.sessions.read(session_id, _from_log)
         if isinstance(read, Success):
             view.event_count, view.runs = read.unwrap()
     else:
         prefix = source.sessions.load_prefix(session_id)
-        view.event_count = len(prefix.events)
-        view.runs = _from_prefix(prefix.events)
+        if isinstance(prefix, Success):
+            view.event_count = len(prefix.unwrap().events)
+            view.runs = _from_prefix(prefix.unwrap().events)
         view.prefix_only = True
     _fill_states(source.snapshots, view.runs)
     return view
 
 
-def list_sessions(source: SessionSource, activity: ActivityOf = no_activity) -> list[SessionView]:
+def all_session_ids(sessions: SessionStore) -> Iterator[str]:
+    """Every session id, page by page (stops quietly if the store cannot be listed)."""
+    after: str | None = None
+    while True:
+        page = sessions.list_ids(after=after)
+        if not isinstance(page, Success) or not page.unwrap():
+            return
+        yield from page.unwrap()
+        after = page.unwrap()[-1]
+
+
+def list_sessions(source: SessionSource) -> list[SessionView]:
     """Every session, most recently active first (never fails on a damaged session)."""
-    views = [load_session(source, sid, activity) for sid in source.sessions.session_ids()]
+    views = [load_session(source, sid) for sid in all_session_ids(source.sessions)]
     views.sort(key=lambda v: v.last_activity or "", reverse=True)
     return views

@@ -41,8 +41,10 @@ def start_workflow(
     if not entry.definition.get("steps"):
         return Failure(error("PRECONDITION_FAILED", "Workflow has no steps and cannot be started."))
     pinned = pin_workflow(entry.definition)
-    workflow_hash = deps.pinned.put(pinned.to_json())
-    compiled = compiled_cache.get(deps, workflow_hash)
+    stored = deps.pinned.put(pinned.to_json())
+    if isinstance(stored, Failure):
+        return Failure(from_store(stored.failure(), "start"))
+    compiled = compiled_cache.get(deps, stored.unwrap())
     if isinstance(compiled, Failure):
         return Failure(compiled.failure())
     selection = interpreter.start(compiled.unwrap(), context or {})
@@ -87,7 +89,10 @@ def create_session(
     Shared by start_workflow and the resume of a portable checkpoint record.
     """
     workflow_hash = compiled.workflow_hash
-    snapshot_ref = deps.snapshots.put(snapshot.to_json())
+    stored = deps.snapshots.put(snapshot.to_json())
+    if isinstance(stored, Failure):
+        return Failure(from_store(stored.failure(), "start"))
+    snapshot_ref = stored.unwrap()
     session_id, run_id, root = deps.mint("sess"), deps.mint("run"), deps.mint("node")
     plan = PlanBuilder(session_id, 0, deps.mint)
     plan.add("session_created", dedupe.session_created(session_id), {})

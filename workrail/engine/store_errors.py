@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from workrail.engine.errors import EngineError, error, locked
+from workrail.engine.errors import EngineError, error, locked, unavailable
 from workrail.store.errors import StoreError
 
 Operation = Literal["start", "advance", "rehydrate", "checkpoint"]
@@ -15,6 +15,8 @@ def from_store(failure: object, operation: Operation) -> EngineError:
     if isinstance(failure, EngineError):
         return failure
     assert isinstance(failure, StoreError)
+    if failure.code == "STORE_UNAVAILABLE":
+        return unavailable(failure.message)
     if failure.retryable:
         return locked()
     if failure.code == "SESSION_NOT_HEALTHY":

@@ -1,9 +1,10 @@
 """Fencing external side effects: the opaque workflow checkpoint (claim / transition /
 status / abandon), with an embedded SQLite backend and a Valkey/Redis backend.
 
-Wiring: `open_fence_service` builds the service; `mcp_tool.effect_checkpoint_tool` builds
-the MCP tool for `MCPServer(tools=...)`; `http.fence_routes` gives the HTTP routes;
-`cli_commands.add_subcommands` adds the CLI.
+This package holds the decider, its ports and the backends; `open_fence_service` builds
+the service. Its surfaces live with the other transports: the MCP tool in
+`workrail.mcp.fence_tool`, the HTTP routes in `workrail.mcp.fence_routes`, the command in
+`workrail.cli.fence`.
 """
 
 from workrail.fence.service import FenceService, Reply, open_fence_service, system_clock

@@ -30,7 +30,7 @@ from workrail.fence.record import (
     StatusCommand,
     TransitionCommand,
 )
-from workrail.store.local.fsio import create_exclusive
+from workrail.store.fsio import create_exclusive
 
 FENCE_KEY_BYTES: Final = 32
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -193,18 +193,20 @@ class FenceService:
 
 
 def open_fence_service(
-    data_dir: Path, env: Mapping[str, str], clock: Clock = system_clock
+    data_dir: Path,
+    url: str | None = None,
+    limits: RateLimits | None = None,
+    clock: Clock = system_clock,
 ) -> FenceService:
-    """SQLite in `data_dir` by default; Valkey/Redis when WORKRAIL_FENCE_URL=redis://… is set.
+    """SQLite in `data_dir` by default; Valkey/Redis when `url` is a redis:// URL.
 
     Contacts no backend: each request connects (and, on Redis, checks that every machine uses
     the same `keys/fence.key`), so an outage is a per-call DEPENDENCY_UNAVAILABLE. Raises
-    ValueError for a bad setting (URL, rate limits, a corrupt fence key) and OSError when the
-    fence key cannot be created.
+    ValueError for a bad setting (URL, a corrupt fence key) and OSError when the fence key
+    cannot be created.
     """
     key = load_or_create_fence_key(data_dir)
-    limits = RateLimits.from_env(env)
-    url = env.get(FENCE_URL_ENV, "").strip()
+    limits = limits or RateLimits()
     if not url or url == "sqlite":
         return FenceService(SqliteBackend(sqlite_path(data_dir)), key, clock, limits)
     if url.startswith(("redis://", "rediss://", "unix://")):

@@ -19,7 +19,7 @@ import anyio
 import anyio.to_thread
 from mcp.server import MCPServer
 from mcp.server.mcpserver.tools import Tool
-from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import CallToolResult, TextContent
 from returns.result import Failure, Result
 
@@ -27,6 +27,7 @@ from workrail import __version__
 from workrail.engine.api import Engine
 from workrail.engine.errors import EngineError, error
 from workrail.mcp.bundles import BundleToolError, export_tool, import_tool
+from workrail.mcp.raw_arguments import RawArguments
 from workrail.mcp.schemas import (
     CHECKPOINT_WORKFLOW,
     CONTINUE_WORKFLOW,
@@ -51,13 +52,6 @@ ToolFailure = EngineError | BundleToolError
 Handler = Callable[[dict[str, Any]], Result[dict[str, Any], ToolFailure]]
 
 WORKFLOW_ID_PLACEHOLDER = "<workflowId>"
-
-
-class _RawArguments(FuncMetadata):
-    """Skips the SDK's argument model: validation.py judges the arguments instead."""
-
-    def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
-        return {"arguments": dict(arguments_to_validate)}
 
 
 def _text(payload: dict[str, Any]) -> list[TextContent]:
@@ -170,7 +164,7 @@ def _tool(spec: ToolSpec, handler: Handler) -> Tool:
         title=spec.title,
         description=spec.description,
         parameters=spec.input_schema,
-        fn_metadata=_RawArguments(arg_model=ArgModelBase),
+        fn_metadata=RawArguments(arg_model=ArgModelBase),
         is_async=True,
         annotations=spec.annotations,
     )
@@ -191,7 +185,7 @@ def build_server(engine: Engine, fence: FenceService | None = None) -> MCPServer
     ]
     prebuilt = [_tool(spec, handler) for spec, handler in pairs]
     if fence is not None:
-        from workrail.fence.mcp_tool import effect_checkpoint_tool
+        from workrail.mcp.fence_tool import effect_checkpoint_tool
 
         prebuilt.append(effect_checkpoint_tool(fence))
     return MCPServer("workrail", version=__version__, instructions=INSTRUCTIONS, tools=prebuilt)

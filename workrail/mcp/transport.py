@@ -15,8 +15,7 @@ import errno
 import logging
 import os
 import sys
-from collections.abc import Awaitable, Callable, Mapping
-from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Final
 
 import anyio
@@ -25,34 +24,29 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from workrail.config import LogSettings
 from workrail.engine.api import Engine
 from workrail.mcp.server import build_server
 
 if TYPE_CHECKING:
     from workrail.fence import FenceService
 
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-DEFAULT_LOG_LEVEL = "WARNING"
-
 log = logging.getLogger("workrail.mcp")
 
 
-def configure_logging(level: str | None = None, log_file: Path | None = None) -> None:
-    """Root logging to stderr (or `log_file`); never stdout. Level from the argument, then
-    $WORKRAIL_LOG_LEVEL, then WARNING (the SDK logs every request at INFO)."""
-    chosen = (level or os.environ.get("WORKRAIL_LOG_LEVEL") or DEFAULT_LOG_LEVEL).upper()
-    if chosen not in LOG_LEVELS:
-        chosen = DEFAULT_LOG_LEVEL
+def configure_logging(settings: LogSettings) -> None:
+    """Root logging to stderr (or the settings' file); never stdout. The default level is
+    WARNING because the SDK logs every request at INFO."""
     handler: logging.Handler
-    if log_file is not None:
-        log_file.parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.FileHandler(log_file, encoding="utf-8")
+    if settings.file is not None:
+        settings.file.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(settings.file, encoding="utf-8")
     else:
         handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     # force=True: replace anything configured earlier, and make the SDK's own basicConfig
     # (run when MCPServer is built) a no-op.
-    logging.basicConfig(level=chosen, handlers=[handler], force=True)
+    logging.basicConfig(level=settings.level, handlers=[handler], force=True)
 
 
 def _is_broken_pipe(exc: BaseException) -> bool:
@@ -61,21 +55,6 @@ def _is_broken_pipe(exc: BaseException) -> bool:
     if isinstance(exc, BrokenPipeError | anyio.BrokenResourceError | anyio.ClosedResourceError):
         return True
     return isinstance(exc, OSError) and exc.errno == errno.EPIPE
-
-
-def open_fence(data_dir: Path, env: Mapping[str, str]) -> FenceService | None:
-    """The fence service. It contacts no backend until a request arrives, so an unreachable
-    Valkey/Redis (or SQLite file) is a retryable DEPENDENCY_UNAVAILABLE per call, and the
-    tool works again once the backend is back. Only a bad setting (WORKRAIL_FENCE_URL, a
-    rate limit, an unreadable or corrupt keys/fence.key) leaves it out, with a warning; the
-    workflow tools stay up either way."""
-    from workrail.fence import open_fence_service
-
-    try:
-        return open_fence_service(data_dir, env)
-    except (ValueError, OSError) as exc:
-        log.warning("effect_checkpoint is disabled: bad fence setting (%s)", exc)
-        return None
 
 
 LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
@@ -106,7 +85,7 @@ def build_http_app(
     server = build_server(engine, fence)
     app = server.streamable_http_app(host=host)
     if fence is not None:
-        from workrail.fence.http import fence_routes
+        from workrail.mcp.fence_routes import fence_routes
 
         routes = fence_routes(fence)
         if host in LOOPBACK_HOSTS:

@@ -17,7 +17,14 @@ StoreErrorCode = Literal[
     "SNAPSHOT_STORE_CORRUPTION",
     "PINNED_WORKFLOW_IO_ERROR",
     "INVALID_REFERENCE",
+    "KEYRING_CORRUPT",
+    "KEYRING_IO_ERROR",
+    "STORE_UNAVAILABLE",
 ]
+
+RETRYABLE_CODES: frozenset[StoreErrorCode] = frozenset(
+    {"SESSION_LOCKED", "SESSION_LOCK_REENTRANT", "LOCK_RELEASE_FAILED", "STORE_UNAVAILABLE"}
+)
 
 
 @dataclass(frozen=True)
@@ -28,5 +35,6 @@ class StoreError:
 
     @property
     def retryable(self) -> bool:
-        """Lock contention clears by itself; everything else needs a different input."""
-        return self.code in ("SESSION_LOCKED", "SESSION_LOCK_REENTRANT", "LOCK_RELEASE_FAILED")
+        """Lock contention and an unreachable database clear by themselves; everything
+        else needs a different input or a person."""
+        return self.code in RETRYABLE_CODES

@@ -45,10 +45,8 @@ class DiscoveryConfig:
     cwd: Path
     env: Mapping[str, str]
     bundled_dir: Path | None
-
-    @classmethod
-    def from_environment(cls) -> DiscoveryConfig:
-        return cls(Path.home(), Path.cwd(), dict(os.environ), bundled_workflows_dir())
+    extra_dirs: tuple[Path, ...] = ()
+    """Directories given on the command line; searched after WORKFLOW_STORAGE_PATH's."""
 
     def _enabled(self, name: str) -> bool:
         return self.env.get(name, "true").strip().lower() not in _FALSE_WORDS
@@ -57,11 +55,14 @@ class DiscoveryConfig:
         """Directories to scan, highest precedence first."""
         found: list[WorkflowSource] = []
         raw = self.env.get("WORKFLOW_STORAGE_PATH", "")
-        for i, part in enumerate(p for p in raw.split(os.pathsep) if p.strip()):
+        custom: list[Path] = []
+        for part in (p for p in raw.split(os.pathsep) if p.strip()):
             directory = Path(part).expanduser()
-            if not directory.is_absolute():
-                directory = self.cwd / directory
-            found.append(WorkflowSource("custom", directory, i))
+            custom.append(directory if directory.is_absolute() else self.cwd / directory)
+        for directory in self.extra_dirs:
+            if directory not in custom:
+                custom.append(directory)
+        found.extend(WorkflowSource("custom", d, i) for i, d in enumerate(custom))
         if self._enabled("WORKFLOW_INCLUDE_PROJECT"):
             found.append(WorkflowSource("project", self.cwd / PROJECT_SUBDIR))
         if self._enabled("WORKFLOW_INCLUDE_USER"):
@@ -71,9 +72,8 @@ class DiscoveryConfig:
         return found
 
 
-def discover(config: DiscoveryConfig | None = None) -> Catalog:
+def discover(config: DiscoveryConfig) -> Catalog:
     """Scan all enabled sources and build the catalog."""
-    config = config or DiscoveryConfig.from_environment()
     files: list[FoundFile] = []
     warnings: list[str] = []
     for source in config.sources():

@@ -1,4 +1,4 @@
-"""One object that opens every local store over a data directory."""
+"""The file backend: every local store over one data directory."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from workrail.store.local.cas import LocalPinnedWorkflowStore, LocalSnapshotStore
-from workrail.store.local.keyring import Keyring, load_or_create_keyring
+from workrail.store.local.keyring import LocalKeyringStore
 from workrail.store.local.layout import Layout
 from workrail.store.local.session_store import FaultHook, LocalSessionStore
+from workrail.store.local.watch import LocalWatch
 
 
 @dataclass(frozen=True)
@@ -17,16 +18,25 @@ class LocalBackend:
     sessions: LocalSessionStore
     snapshots: LocalSnapshotStore
     pinned: LocalPinnedWorkflowStore
+    keyring: LocalKeyringStore
+    watch: LocalWatch
 
     @staticmethod
     def open(data_dir: Path, faults: FaultHook | None = None) -> LocalBackend:
+        """Nothing is created until something is written."""
         layout = Layout(data_dir.expanduser().absolute())
         return LocalBackend(
             layout=layout,
             sessions=LocalSessionStore(layout, faults),
             snapshots=LocalSnapshotStore(layout),
             pinned=LocalPinnedWorkflowStore(layout),
+            keyring=LocalKeyringStore(layout.root),
+            watch=LocalWatch(layout),
         )
 
-    def keyring(self) -> Keyring:
-        return load_or_create_keyring(self.layout.root)
+    @property
+    def location(self) -> str:
+        return str(self.layout.root)
+
+    def close(self) -> None:
+        """Files hold no connections; nothing to release."""

@@ -11,9 +11,9 @@ from typing import Any
 
 from returns.result import Failure, Result, Success
 
-from workrail.core.canonical import canonical_bytes, sha256_digest
+from workrail.core.canonical import CanonicalJsonError, canonical_bytes, sha256_digest
 from workrail.store.errors import StoreError, StoreErrorCode
-from workrail.store.local.fsio import atomic_write
+from workrail.store.fsio import atomic_write
 from workrail.store.local.layout import Layout, UnsafeReference
 
 
@@ -30,22 +30,28 @@ class _ContentStore:
     def _path(self, ref: str) -> Path:
         raise NotImplementedError
 
-    def put(self, value: dict[str, Any]) -> str:
+    def put(self, value: dict[str, Any]) -> Result[str, StoreError]:
         """Store `value` under sha256(JCS(value)) and return that ref. Idempotent."""
-        data = canonical_bytes(value)
+        try:
+            data = canonical_bytes(value)
+        except CanonicalJsonError as exc:
+            return Failure(StoreError(self._error_code, f"not storable as canonical JSON: {exc}"))
         ref = sha256_digest(data)
         if ref in self._cache:
-            return ref
+            return Success(ref)
         path = self._path(ref)
         try:
-            if path.read_bytes() == data:
-                self._remember(ref, value)
-                return ref
-        except FileNotFoundError:
-            pass
-        atomic_write(path, data)
+            try:
+                if path.read_bytes() == data:
+                    self._remember(ref, value)
+                    return Success(ref)
+            except FileNotFoundError:
+                pass
+            atomic_write(path, data)
+        except OSError as exc:
+            return Failure(StoreError("SESSION_STORE_IO_ERROR", f"cannot write {path.name}: {exc}"))
         self._remember(ref, value)
-        return ref
+        return Success(ref)
 
     def get(self, ref: str) -> Result[dict[str, Any] | None, StoreError]:
         """The stored object, None when absent, or an error when the file is not what its

@@ -1,98 +1,39 @@
-"""The keyring file `keys/keyring.json`: a current and an optional previous 32-byte HMAC key.
+"""The keyring file `keys/keyring.json` (the document of `workrail.core.keyring`).
 
-Created with mode 0600 on first use; `rotate` moves current to previous. The format is the
-reference's (JCS bytes, base64url keys without padding), so a data directory can be shared.
+Created with mode 0600 on first use, first writer wins; `rotate` moves current to
+previous. `LocalKeyringStore` is the keyring port over a data directory.
 """
 
 from __future__ import annotations
 
-import base64
-import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from returns.result import Failure, Result, Success
 
-from workrail.core.canonical import canonical_bytes
-from workrail.store.local.fsio import atomic_write, create_exclusive
+from workrail.core.keyring import (
+    KEY_BYTES,
+    Keyring,
+    KeyringCorrupt,
+    decode_keyring,
+    encode_keyring,
+)
+from workrail.store.errors import StoreError
+from workrail.store.fsio import atomic_write, create_exclusive
 
-KEY_BYTES = 32
-
-
-class KeyringCorrupt(Exception):
-    """`KEYRING_CORRUPTION_DETECTED`: the file exists but is not a valid keyring."""
-
-
-class KeyRecord(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    alg: Literal["hmac_sha256"]
-    keyBase64Url: str
-
-    @field_validator("keyBase64Url")
-    @classmethod
-    def _is_32_bytes(cls, value: str) -> str:
-        if len(_b64decode(value)) != KEY_BYTES:
-            raise ValueError("key must be 32 bytes")
-        return value
-
-
-class KeyringFile(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    v: Literal[1]
-    current: KeyRecord
-    previous: KeyRecord | None
-
-    @field_validator("v", mode="before")
-    @classmethod
-    def _not_bool(cls, value: object) -> object:
-        # Literal[1] would accept True (True == 1); the file format says the number 1.
-        if isinstance(value, bool):
-            raise ValueError("v must be the number 1")
-        return value
-
-
-@dataclass(frozen=True)
-class Keyring:
-    """Raw key bytes. Sign with `current`; verify with `current`, then `previous`."""
-
-    current: bytes
-    previous: bytes | None
-
-    @property
-    def verify_keys(self) -> tuple[bytes, ...]:
-        """Keys to try when verifying, newest first."""
-        return (self.current,) if self.previous is None else (self.current, self.previous)
-
-
-def _b64encode(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
-
-
-def _b64decode(text: str) -> bytes:
-    if "=" in text:
-        raise ValueError("base64url without padding expected")
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-def _record(raw: bytes) -> KeyRecord:
-    return KeyRecord(alg="hmac_sha256", keyBase64Url=_b64encode(raw))
+__all__ = [
+    "Keyring",
+    "KeyringCorrupt",
+    "LocalKeyringStore",
+    "keyring_path",
+    "load_or_create_keyring",
+    "read_keyring",
+    "rotate_keyring",
+]
 
 
 def keyring_path(data_dir: Path) -> Path:
     return data_dir / "keys" / "keyring.json"
-
-
-def _encode(keyring: Keyring) -> bytes:
-    doc = KeyringFile(
-        v=1,
-        current=_record(keyring.current),
-        previous=None if keyring.previous is None else _record(keyring.previous),
-    )
-    return canonical_bytes(doc.model_dump(mode="json"))
 
 
 def read_keyring(data_dir: Path) -> Keyring | None:
@@ -102,14 +43,7 @@ def read_keyring(data_dir: Path) -> Keyring | None:
         raw = path.read_bytes()
     except FileNotFoundError:
         return None
-    try:
-        doc = KeyringFile.model_validate(json.loads(raw))
-    except (ValueError, ValidationError) as exc:
-        raise KeyringCorrupt(f"{path.name}: {exc}") from exc
-    return Keyring(
-        current=_b64decode(doc.current.keyBase64Url),
-        previous=None if doc.previous is None else _b64decode(doc.previous.keyBase64Url),
-    )
+    return decode_keyring(raw, path.name)
 
 
 def load_or_create_keyring(data_dir: Path) -> Keyring:
@@ -120,7 +54,7 @@ def load_or_create_keyring(data_dir: Path) -> Keyring:
     fresh = Keyring(current=os.urandom(KEY_BYTES), previous=None)
     # First writer wins: processes racing to create the keyring all end up with the one
     # key that was published, never with a private key of their own.
-    create_exclusive(keyring_path(data_dir), _encode(fresh))
+    create_exclusive(keyring_path(data_dir), encode_keyring(fresh))
     published = read_keyring(data_dir)
     assert published is not None
     return published
@@ -128,7 +62,33 @@ def load_or_create_keyring(data_dir: Path) -> Keyring:
 
 def rotate_keyring(data_dir: Path) -> Keyring:
     """previous := current, current := fresh random key. Returns the new keyring."""
-    old = load_or_create_keyring(data_dir)
-    new = Keyring(current=os.urandom(KEY_BYTES), previous=old.current)
-    atomic_write(keyring_path(data_dir), _encode(new))
+    new = load_or_create_keyring(data_dir).rotated(os.urandom(KEY_BYTES))
+    atomic_write(keyring_path(data_dir), encode_keyring(new))
     return new
+
+
+class LocalKeyringStore:
+    """The keyring port over `<data>/keys/keyring.json`."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self._data_dir = data_dir
+
+    def load(self) -> Result[Keyring, StoreError]:
+        try:
+            return Success(load_or_create_keyring(self._data_dir))
+        except KeyringCorrupt as exc:
+            return Failure(StoreError("KEYRING_CORRUPT", str(exc)))
+        except OSError as exc:
+            return Failure(StoreError("KEYRING_IO_ERROR", _os_message(exc)))
+
+    def rotate(self) -> Result[Keyring, StoreError]:
+        try:
+            return Success(rotate_keyring(self._data_dir))
+        except KeyringCorrupt as exc:
+            return Failure(StoreError("KEYRING_CORRUPT", str(exc)))
+        except OSError as exc:
+            return Failure(StoreError("KEYRING_IO_ERROR", _os_message(exc)))
+
+
+def _os_message(exc: OSError) -> str:
+    return f"{exc.filename or 'keyring'}: {exc.strerror or exc}"

@@ -3,23 +3,11 @@ against its pattern here, before it can become part of a path."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from workrail.core.canonical import digest_file_name, is_digest
 from workrail.core.ids import is_session_id
-
-DATA_DIR_ENV = "WORKRAIL_DATA_DIR"
-
-
-def default_data_dir(env: dict[str, str] | None = None) -> Path:
-    """`$WORKRAIL_DATA_DIR`, else `~/.workrail/data`."""
-    source = os.environ if env is None else env
-    configured = source.get(DATA_DIR_ENV)
-    if configured:
-        return Path(configured).expanduser()
-    return Path.home() / ".workrail" / "data"
 
 
 class UnsafeReference(ValueError):

@@ -26,7 +26,7 @@ from typing import ClassVar
 from filelock import FileLock, Timeout
 
 from workrail.store.errors import StoreError
-from workrail.store.local.fsio import ensure_dir
+from workrail.store.fsio import ensure_dir
 
 
 class WriterLock:

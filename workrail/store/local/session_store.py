@@ -15,18 +15,26 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
 
 from returns.result import Failure, Result, Success
 
-from workrail.core.canonical import CanonicalJsonError, jsonl_line, sha256_digest
-from workrail.core.events import DomainEvent, EdgeCreated, NodeCreated
+from workrail.core.append import (
+    PartialOverlap,
+    manifest_group,
+    plan_problem,
+    recorded_events,
+    segment_bytes,
+)
+from workrail.core.canonical import CanonicalJsonError, jsonl_line
+from workrail.core.events import DomainEvent
 from workrail.core.health import HEALTHY, Corruption, SessionHealth
-from workrail.core.manifest import ManifestRecord, SegmentClosed, SnapshotPinned, segment_rel_path
+from workrail.core.manifest import ManifestRecord, SegmentClosed, SnapshotPinned
 from workrail.core.session_index import ProjectionError, SessionIndex
 from workrail.store.errors import StoreError
-from workrail.store.local.fsio import FILE_MODE, ensure_dir, fsync_dir, write_all, write_synced
+from workrail.store.fsio import FILE_MODE, ensure_dir, fsync_dir, write_all, write_synced
 from workrail.store.local.layout import Layout, UnsafeReference
 from workrail.store.local.lock import SessionLockRegistry, WriterLock
 from workrail.store.local.log_reader import (
@@ -38,7 +46,7 @@ from workrail.store.local.log_reader import (
     parse_segment,
     pins_of,
 )
-from workrail.store.ports import AppendOutcome, AppendPlan, PrefixLoad, SessionLog
+from workrail.store.ports import LIST_PAGE_MAX, AppendOutcome, AppendPlan, PrefixLoad, SessionLog
 
 T = TypeVar("T")
 E = TypeVar("E")
@@ -93,46 +101,81 @@ class LocalSessionStore:
                 return Failure(_not_healthy(loaded))
             return Success(fn(loaded.view(session_id)))
 
-    def health(self, session_id: str) -> SessionHealth:
+    def health(self, session_id: str) -> Result[SessionHealth, StoreError]:
         """`healthy`, or the corruption class with its reason. Never writes."""
         result = self.read(session_id, lambda _log: HEALTHY)
         if isinstance(result, Success):
-            return HEALTHY
+            return result
         error: StoreError = result.failure()
         if error.health is None:
-            raise ValueError(error.message)
-        return error.health
+            return Failure(error)
+        return Success(error.health)
 
-    def session_ids(self) -> list[str]:
-        """Session directories that carry a well-formed id, sorted."""
+    def exists(self, session_id: str) -> Result[bool, StoreError]:
+        try:
+            session_dir = self._layout.session_dir(session_id)
+        except UnsafeReference as exc:
+            return Failure(StoreError("INVALID_REFERENCE", str(exc)))
+        return Success(os.path.lexists(session_dir))
+
+    def last_activity(self, session_id: str) -> Result[datetime | None, StoreError]:
+        """The manifest's mtime: every append ends by writing it."""
+        try:
+            session_dir = self._layout.session_dir(session_id)
+        except UnsafeReference as exc:
+            return Failure(StoreError("INVALID_REFERENCE", str(exc)))
+        try:
+            st = os.stat(session_dir / "manifest.jsonl")
+        except FileNotFoundError:
+            return Success(None)
+        except OSError as exc:
+            return Failure(StoreError("SESSION_STORE_IO_ERROR", f"cannot stat manifest: {exc}"))
+        return Success(datetime.fromtimestamp(st.st_mtime, UTC))
+
+    def list_ids(
+        self, *, after: str | None = None, limit: int = LIST_PAGE_MAX
+    ) -> Result[list[str], StoreError]:
+        """Session directories that carry a well-formed id, ascending, after `after`."""
         try:
             names = os.listdir(self._layout.sessions_dir)
         except FileNotFoundError:
-            return []
+            return Success([])
+        except OSError as exc:
+            return Failure(StoreError("SESSION_STORE_IO_ERROR", f"cannot list sessions: {exc}"))
         result = []
         for name in names:
+            if after is not None and name <= after:
+                continue
             try:
                 self._layout.session_dir(name)
             except UnsafeReference:
                 continue
             result.append(name)
-        return sorted(result)
+        result.sort()
+        return Success(result[: max(0, min(limit, LIST_PAGE_MAX))])
 
-    def load_prefix(self, session_id: str) -> PrefixLoad:
+    def load_prefix(self, session_id: str) -> Result[PrefixLoad, StoreError]:
         """The longest valid prefix of the log, for read-only inspection and export."""
-        session_dir = self._layout.session_dir(session_id)
+        try:
+            session_dir = self._layout.session_dir(session_id)
+        except UnsafeReference as exc:
+            return Failure(StoreError("INVALID_REFERENCE", str(exc)))
         entry = _Entry()
         try:
             data = (session_dir / "manifest.jsonl").read_bytes()
         except FileNotFoundError:
-            return PrefixLoad((), (), True, None)
+            return Success(PrefixLoad((), (), True, None))
+        except OSError as exc:
+            return Failure(StoreError("SESSION_STORE_IO_ERROR", f"cannot read manifest: {exc}"))
         try:
             self._extend(entry, session_dir, data, salvage=True)
             corruption = None
         except _SalvageStop as stop:
             corruption = stop.corruption
-        return PrefixLoad(
-            tuple(entry.events), tuple(entry.manifest), corruption is None, corruption
+        except OSError as exc:
+            corruption = Corruption("missing_attested_segment", f"I/O error: {exc}", "tail")
+        return Success(
+            PrefixLoad(tuple(entry.events), tuple(entry.manifest), corruption is None, corruption)
         )
 
     def _load(self, session_id: str, session_dir: Path) -> _Entry | Corruption:
@@ -327,16 +370,17 @@ class LocalSessionStore:
             loaded = self._load(txn.session_id, txn.session_dir)
             if isinstance(loaded, Corruption):
                 return Failure(_not_healthy(loaded))
-            existing = _existing(loaded, plan)
-            if isinstance(existing, StoreError):
-                return Failure(existing)
+            try:
+                existing = recorded_events(loaded.index.dedupe, loaded.events, plan)
+            except PartialOverlap as exc:
+                return Failure(StoreError("SESSION_STORE_INVARIANT_VIOLATION", str(exc)))
             if existing is not None:
                 return Success(AppendOutcome(existing, deduplicated=True))
-            problem = _validate_plan(loaded, txn.session_id, plan)
+            problem = plan_problem(loaded.index, len(loaded.events), txn.session_id, plan)
             if problem is not None:
                 return Failure(StoreError("SESSION_STORE_INVARIANT_VIOLATION", problem))
             try:
-                segment = b"".join(jsonl_line(e.to_json()) for e in plan.events)
+                segment = segment_bytes(plan)
             except CanonicalJsonError as exc:
                 return Failure(StoreError("SESSION_STORE_INVARIANT_VIOLATION", str(exc)))
             try:
@@ -355,8 +399,10 @@ class LocalSessionStore:
         segment: bytes,
     ) -> None:
         """The durable append protocol (spec 10-storage §4, with the group write)."""
-        first, last = plan.events[0].eventIndex, plan.events[-1].eventIndex
-        rel = segment_rel_path(first, last)
+        records = manifest_group(session_id, len(entry.manifest), plan, segment)
+        closed = records[0]
+        assert isinstance(closed, SegmentClosed)
+        rel = closed.segmentRelPath
         events_dir = session_dir / "events"
         ensure_dir(events_dir)
         final = session_dir / rel
@@ -367,31 +413,6 @@ class LocalSessionStore:
         fsync_dir(events_dir)
         self._fault("after_rename")
 
-        index = len(entry.manifest)
-        closed = SegmentClosed(
-            v=1,
-            manifestIndex=index,
-            sessionId=session_id,
-            kind="segment_closed",
-            firstEventIndex=first,
-            lastEventIndex=last,
-            segmentRelPath=rel,
-            sha256=sha256_digest(segment),
-            bytes=len(segment),
-        )
-        records: list[ManifestRecord] = [closed]
-        for offset, pin in enumerate(sorted(plan.pins), start=index + 1):
-            records.append(
-                SnapshotPinned(
-                    v=1,
-                    manifestIndex=offset,
-                    sessionId=session_id,
-                    kind="snapshot_pinned",
-                    eventIndex=pin.event_index,
-                    snapshotRef=pin.snapshot_ref,
-                    createdByEventId=pin.created_by_event_id,
-                )
-            )
         group = b"".join(jsonl_line(r.to_json()) for r in records)
         manifest_path = session_dir / "manifest.jsonl"
         created = entry.consumed == 0 and not manifest_path.exists()
@@ -488,58 +509,6 @@ def _recent_events(entry: _Entry, records: list[ManifestRecord]) -> list[DomainE
         r.lastEventIndex - r.firstEventIndex + 1 for r in records if isinstance(r, SegmentClosed)
     )
     return entry.events[len(entry.events) - count :] if count else []
-
-
-def _existing(entry: _Entry, plan: AppendPlan) -> tuple[DomainEvent, ...] | StoreError | None:
-    """All keys present → the recorded events; none → None; some → invariant violation."""
-    found = [entry.index.dedupe.get(e.dedupeKey) for e in plan.events]
-    if all(i is None for i in found):
-        return None
-    if any(i is None for i in found):
-        return StoreError(
-            "SESSION_STORE_INVARIANT_VIOLATION",
-            "append plan partially overlaps events already recorded",
-        )
-    return tuple(entry.events[i] for i in found if i is not None)
-
-
-def _validate_plan(entry: _Entry, session_id: str, plan: AppendPlan) -> str | None:
-    """Spec 10-storage §4 step 5, plus DAG and pin checks so a plan can never turn a
-    healthy session into a corrupt one."""
-    if not plan.events:
-        return "empty append plan"
-    expected = len(entry.events)
-    nodes: dict[str, NodeCreated] = {}
-    keys: set[str] = set()
-    for offset, event in enumerate(plan.events):
-        if event.eventIndex != expected + offset:
-            return f"Invalid domain event at index {event.eventIndex}: expected {expected + offset}"
-        if event.sessionId != session_id:
-            return f"Invalid domain event at index {event.eventIndex}: wrong sessionId"
-        if event.dedupeKey in keys:
-            return f"duplicate dedupeKey in plan: {event.dedupeKey}"
-        keys.add(event.dedupeKey)
-        if isinstance(event, NodeCreated):
-            parent = event.data.parentNodeId
-            if parent is not None and parent not in nodes and parent not in entry.index.nodes:
-                return f"node {event.node_id} names an unknown parent {parent}"
-            nodes[event.node_id] = event
-        elif isinstance(event, EdgeCreated):
-            child = nodes.get(event.data.toNodeId) or entry.index.nodes.get(event.data.toNodeId)
-            known = event.data.fromNodeId in nodes or event.data.fromNodeId in entry.index.nodes
-            if child is None or not known:
-                return f"edge {event.data.fromNodeId}->{event.data.toNodeId} names a missing node"
-            if child.data.parentNodeId != event.data.fromNodeId:
-                return "edge disagrees with the child's parentNodeId"
-    first, last = plan.events[0].eventIndex, plan.events[-1].eventIndex
-    pinned = {(p.event_index, p.created_by_event_id, p.snapshot_ref) for p in plan.pins}
-    for pin in plan.pins:
-        if not first <= pin.event_index <= last:
-            return f"pin for event {pin.event_index} lies outside the plan"
-    for node in nodes.values():
-        if (node.eventIndex, node.eventId, node.data.snapshotRef) not in pinned:
-            return f"node_created at {node.eventIndex} has no snapshot pin"
-    return None
 
 
 def _not_healthy(corruption: Corruption) -> StoreError:

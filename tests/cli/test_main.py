@@ -13,15 +13,16 @@ import pytest
 
 from tests.conftest import REFERENCE
 from tests.engine.conftest import make_engine
-from workrail.cli import apply_config, build_parser, main
+from workrail.cli import build_parser, main
+from workrail.cli.context import Cli
 from workrail.core.canonical import canonical_bytes
 
 
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    # main() writes flags into os.environ; registering the keys makes monkeypatch undo it.
     monkeypatch.setenv("WORKRAIL_DATA_DIR", str(tmp_path / "unused"))
     monkeypatch.setenv("WORKFLOW_STORAGE_PATH", "")
+    monkeypatch.delenv("WORKRAIL_STORE_URL", raising=False)
 
 
 def _walk(data_dir: Path) -> str:
@@ -52,13 +53,38 @@ def test_all_commands_are_wired() -> None:
     assert {"export", "import", "fence", "checkpoint", "serve"} <= names
 
 
-def test_flags_become_environment(tmp_path: Path) -> None:
-    apply_config(str(tmp_path / "d"), [str(tmp_path / "w1"), str(tmp_path / "w2")])
-    assert os.environ["WORKRAIL_DATA_DIR"] == str(tmp_path / "d")
-    assert os.environ["WORKFLOW_STORAGE_PATH"].split(os.pathsep) == [
-        str(tmp_path / "w1"),
-        str(tmp_path / "w2"),
-    ]
+def _config_of(argv: list[str], env: dict[str, str]) -> Any:
+    return Cli(build_parser().parse_args(argv), env).config
+
+
+def test_flags_configure_the_command_without_touching_the_environment(tmp_path: Path) -> None:
+    before = dict(os.environ)
+    env = {"WORKFLOW_STORAGE_PATH": str(tmp_path / "w0"), "WORKRAIL_DATA_DIR": "/elsewhere"}
+    argv = ["--data-dir", str(tmp_path / "d"), "--workflows", str(tmp_path / "w1"), "sessions"]
+    config = _config_of([*argv, "--workflows", str(tmp_path / "w2")], env)
+    assert config.data_dir == tmp_path / "d" and config.store_url is None
+    custom = [s.directory for s in config.discovery.sources() if s.origin == "custom"]
+    assert custom == [tmp_path / "w0", tmp_path / "w1", tmp_path / "w2"]
+    assert dict(os.environ) == before
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_global_flags_work_before_or_after_the_subcommand(
+    where: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    flags = ["--data-dir", str(tmp_path / "d"), "--store", "postgresql://u@localhost/db", "--json"]
+    argv = [*flags, "sessions"] if where == "before" else ["sessions", *flags]
+    config = _config_of(argv, {})
+    assert config.data_dir == tmp_path / "d"
+    assert config.store_url == "postgresql://u@localhost/db"
+    assert build_parser().parse_args(argv).json is True
+
+
+def test_a_bad_store_url_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sessions", "--store", "mysql://root:hunter2@db/x"]) == 2
+    err = capsys.readouterr().err
+    assert "CONFIG_INVALID" in err and "--store" in err
+    assert "hunter2" not in err and "Traceback" not in err
 
 
 def test_mcp_accepts_config_flags_after_the_subcommand(tmp_path: Path) -> None:
@@ -82,7 +108,7 @@ def test_sessions_list_human(data_dir: Path, capsys: pytest.CaptureFixture[str])
     sid = _walk(data_dir)
     assert main(["--data-dir", str(data_dir), "sessions"]) == 0
     out = capsys.readouterr().out
-    assert sid[:12] in out and "probe-flow" in out
+    assert sid in out and "probe-flow" in out
 
 
 def test_sessions_show_json_has_dag(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -108,7 +134,7 @@ def test_sessions_show_tree(data_dir: Path, capsys: pytest.CaptureFixture[str]) 
 
 
 def test_sessions_show_unknown(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--data-dir", str(data_dir), "sessions", "show", "sess_nope", "--json"]) == 1
+    assert main(["--data-dir", str(data_dir), "sessions", "show", "sess_nope", "--json"]) == 2
     assert _json(capsys)["error"]["code"] == "NOT_FOUND"
 
 
@@ -271,11 +297,13 @@ def test_sessions_show_prints_notes_with_markup_characters_verbatim(tmp_path: Pa
 
 
 def test_a_failed_demo_still_reports_the_checks_made(monkeypatch: pytest.MonkeyPatch) -> None:
-    import workrail.demo as demo
+    import io
+
+    import workrail.cli.demo as demo
 
     monkeypatch.setitem(demo.NOTES, "plan", "too short")
-    printed: list[str] = []
-    assert demo.run_demo(as_json=True, printer=printed.append) == 1
-    report = json.loads(printed[0])
+    out = io.StringIO()
+    assert main(["demo", "--json"], out=out, err=io.StringIO()) == 1
+    report = json.loads(out.getvalue())
     assert report["ok"] is False and report["failure"]
     assert report["checks"] and report["sessionId"].startswith("sess_")

@@ -2,28 +2,21 @@
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 from pathlib import Path
 
-from workrail.workflow import DiscoveryConfig
-from workrail.workflow.cli_commands import add_subcommands, run_list, run_show
+import pytest
+
+from workrail.cli import main
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "broken_workflows"
 WORKFLOWS = Path(__file__).resolve().parents[2] / "workflows"
 
 
-def parse(*argv: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="workrail")
-    add_subcommands(parser.add_subparsers(dest="command"))
-    return parser.parse_args(list(argv))
-
-
-def run(*argv: str) -> tuple[int, str]:
-    args = parse(*argv)
+def run(*argv: str, env: dict[str, str] | None = None) -> tuple[int, str]:
     out = io.StringIO()
-    code = args.handler(args, out)
+    code = main(list(argv), env=env or {}, out=out)
     return code, out.getvalue()
 
 
@@ -50,36 +43,34 @@ def test_validate_missing_path_exit_two() -> None:
     assert code == 2 and "MISSING" in text
 
 
-def _config(tmp_path: Path) -> DiscoveryConfig:
-    project = tmp_path / ".workrail" / "workflows"
-    project.mkdir(parents=True)
-    (project / "bad.json").write_text((CORPUS / "empty-steps.json").read_text())
-    (project / "review.json").write_text((WORKFLOWS / "code-review.json").read_text())
-    return DiscoveryConfig(home=tmp_path / "home", cwd=tmp_path, env={}, bundled_dir=WORKFLOWS)
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """A project directory with one invalid and one shadowing workflow; its environment."""
+    workflows = tmp_path / ".workrail" / "workflows"
+    workflows.mkdir(parents=True)
+    (workflows / "bad.json").write_text((CORPUS / "empty-steps.json").read_text())
+    (workflows / "review.json").write_text((WORKFLOWS / "code-review.json").read_text())
+    monkeypatch.chdir(tmp_path)
+    return {"HOME": str(tmp_path / "home"), "WORKFLOW_INCLUDE_USER": "false"}
 
 
-def test_workflows_list_and_show(tmp_path: Path) -> None:
-    cfg = _config(tmp_path)
-    out = io.StringIO()
-    assert run_list(parse("workflows"), out, cfg) == 0
-    text = out.getvalue()
+def test_workflows_list_and_show(project: dict[str, str]) -> None:
+    code, text = run("workflows", env=project)
+    assert code == 0
     assert "coding-task" in text and "INVALID" in text and "shadowed: code-review" in text
-    out = io.StringIO()
-    run_list(parse("workflows", "--json"), out, cfg)
-    listing = json.loads(out.getvalue())
+    _, text = run("workflows", "--json", env=project)
+    listing = json.loads(text)
     review = next(w for w in listing["workflows"] if w["workflowId"] == "code-review")
     assert review["source"]["workflowSourceKind"] == "project"
     assert listing["shadowed"][0]["workflowId"] == "code-review"
-    out = io.StringIO()
-    assert (
-        run_show(parse("workflows", "show", "coding-task", "--compiled", "--json"), out, cfg) == 0
-    )
-    shown = json.loads(out.getvalue())
+    code, text = run("workflows", "show", "coding-task", "--compiled", "--json", env=project)
+    assert code == 0
+    shown = json.loads(text)
     assert shown["compiled"]["sourceKind"] == "v1_pinned"
     assert shown["workflowHash"].startswith("sha256:")
-    out = io.StringIO()
-    assert run_show(parse("workflows", "show", "coding-task"), out, cfg) == 0
-    assert "loop forEach" in out.getvalue()
-    out = io.StringIO()
-    assert run_show(parse("workflows", "show", "nope"), out, cfg) == 1
-    assert "Workflow not found: nope" in out.getvalue()
+    code, text = run("--json", "workflows", "show", "coding-task", env=project)
+    assert code == 0 and json.loads(text)["workflowId"] == "coding-task"
+    code, text = run("workflows", "show", "coding-task", env=project)
+    assert code == 0 and "loop forEach" in text
+    code, text = run("workflows", "show", "nope", env=project)
+    assert code == 1 and "Workflow not found: nope" in text

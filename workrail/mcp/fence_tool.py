@@ -22,7 +22,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from workrail.fence.contract import ACTIONS, INPUT_MODELS
 from workrail.fence.describe import model_schema
 from workrail.fence.service import FenceService, Reply
-from workrail.mcp.server import _RawArguments
+from workrail.mcp.raw_arguments import RawArguments
 
 TOOL_NAME: Final = "effect_checkpoint"
 
@@ -144,7 +144,7 @@ def effect_checkpoint_tool(service: FenceService) -> Tool:
         title="Effect checkpoint (fence an external side effect)",
         description=DESCRIPTION,
         parameters=input_schema(),
-        fn_metadata=_RawArguments(arg_model=ArgModelBase),
+        fn_metadata=RawArguments(arg_model=ArgModelBase),
         is_async=True,
         context_kwarg="ctx",
         annotations=ToolAnnotations(

@@ -9,12 +9,12 @@ is checked, so the exit code makes it a smoke test.
 
 from __future__ import annotations
 
+import argparse
 import json
-import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,11 @@ from mcp.types import CallToolResult
 from returns.result import Success
 from rich.console import Console
 
-from workrail.store.local.backend import LocalBackend
+from workrail.app import open_backend
+from workrail.cli.context import Cli
+from workrail.config import DATA_DIR_ENV, STORE_URL_ENV, load_config
+from workrail.engine.sessions_view import all_session_ids, load_session
+from workrail.store.ports import Backend
 
 WORKFLOW_ID = "coding-task"
 
@@ -52,8 +56,8 @@ class Report:
 
     def event_count(self) -> int:
         """Read from disk, not from the server: proof of what was (not) written."""
-        backend = LocalBackend.open(self.data_dir)
-        ids = backend.sessions.session_ids()
+        backend = demo_backend(self.data_dir)
+        ids = list(all_session_ids(backend.sessions))
         if len(ids) != 1:
             return -1
         read = backend.sessions.read(ids[0], lambda log: log.count)
@@ -255,26 +259,39 @@ async def _script(client: Client, report: Report) -> str:
     return _first_session(report)
 
 
-def _first_session(report: Report) -> str:
-    ids = LocalBackend.open(report.data_dir).sessions.session_ids()
-    return ids[0] if ids else ""
-
-
-def _server_params(data_dir: Path) -> StdioServerParameters:
-    env = {
-        **os.environ,
-        "WORKRAIL_DATA_DIR": str(data_dir),
+def demo_env(base: Mapping[str, str], data_dir: Path) -> dict[str, str]:
+    """The demo's server: files in its own data directory, bundled workflows only."""
+    return {
+        **base,
+        DATA_DIR_ENV: str(data_dir),
+        STORE_URL_ENV: "",
         "WORKFLOW_INCLUDE_USER": "false",
         "WORKFLOW_INCLUDE_PROJECT": "false",
         "WORKFLOW_STORAGE_PATH": "",
     }
-    return StdioServerParameters(command=sys.executable, args=["-m", "workrail", "mcp"], env=env)
 
 
-async def drive(report: Report) -> str:
+def demo_backend(data_dir: Path) -> Backend:
+    """The demo's data, read directly (not through the server it checks)."""
+    config = load_config(demo_env({}, data_dir)).unwrap()
+    return open_backend(config).unwrap()
+
+
+def _first_session(report: Report) -> str:
+    ids = list(all_session_ids(demo_backend(report.data_dir).sessions))
+    return ids[0] if ids else ""
+
+
+def _server_params(base: Mapping[str, str], data_dir: Path) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "workrail", "mcp"], env=demo_env(base, data_dir)
+    )
+
+
+async def drive(report: Report, base_env: Mapping[str, str]) -> str:
     """Run the script against a fresh server; checks accumulate in `report` as they pass,
     so a failure still leaves the checks made so far."""
-    async with Client(_server_params(report.data_dir)) as client:
+    async with Client(_server_params(base_env, report.data_dir)) as client:
         return await _script(client, report)
 
 
@@ -287,14 +304,12 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def run_demo(
-    *, keep: bool = False, as_json: bool = False, printer: Callable[[str], None] | None = None
-) -> int:
+def run_demo(cli: Cli) -> int:
     """Exit 0 only if every expectation held."""
-    from workrail.cli import session_tree
-    from workrail.engine.sessions_view import load_session
+    from workrail.cli.sessions import session_tree
 
-    console = Console(stderr=as_json)
+    keep, as_json = cli.args.keep, cli.as_json
+    console = Console(file=cli.err if as_json else cli.out, highlight=False)
     data_dir = Path(tempfile.mkdtemp(prefix="workrail-demo-"))
     console.print(
         f"[bold]WorkRail demo[/]: a scripted agent drives '{WORKFLOW_ID}' through "
@@ -304,12 +319,12 @@ def run_demo(
     session_id = ""
     failure: str | None = None
     try:
-        session_id = anyio.run(drive, report)
+        session_id = anyio.run(drive, report, cli.env)
     except Exception as exc:  # a failed check, or the server or transport broke
         failure = _reason(exc)
         session_id = _first_session(report)
     if session_id:
-        view = load_session(LocalBackend.open(data_dir), session_id)
+        view = load_session(demo_backend(data_dir), session_id)
         console.print("\n[bold cyan]▶ The session's run DAG[/]")
         console.print(session_tree(view))
     ok = failure is None
@@ -319,15 +334,23 @@ def run_demo(
         else f"\n[bold red]Demo failed[/]: {failure}"
     )
     if as_json:
-        out = printer or print
-        out(
-            json.dumps(
-                {"ok": ok, "failure": failure, "sessionId": session_id, "checks": report.checks},
-                indent=2,
-            )
+        cli.print_json(
+            {"ok": ok, "failure": failure, "sessionId": session_id, "checks": report.checks}
         )
     if keep:
         console.print(f"[dim]kept {data_dir}[/]")
     else:
         shutil.rmtree(data_dir, ignore_errors=True)
     return 0 if ok else 1
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    demo = subparsers.add_parser(
+        "demo",
+        parents=[common],
+        help="drive a bundled workflow end to end through the real MCP server",
+        description="Start `workrail mcp` in a temporary data directory and play a scripted "
+        "agent through a bundled workflow. Exits 0 only if every step behaved as expected.",
+    )
+    demo.add_argument("--keep", action="store_true", help="keep the temporary data directory")
+    demo.set_defaults(handler=run_demo)

@@ -9,9 +9,9 @@ from tests.fence.conftest import KEY, ManualClock
 from tests.fence.helpers import claim, status
 from workrail.fence.backend import FenceBackend
 from workrail.fence.describe import describe_result
-from workrail.fence.http import fence_routes
 from workrail.fence.ratelimit import RateLimits
 from workrail.fence.service import FenceService
+from workrail.mcp.fence_routes import fence_routes
 
 URL = "/v1/tools/workflow-checkpoint"
 

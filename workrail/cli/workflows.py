@@ -1,15 +1,9 @@
-"""`workrail validate` and `workrail workflows [show]`: thin handlers over the catalog.
-
-`workrail/cli.py` calls `add_subcommands`; each parser stores its handler
-as `args.handler`, which returns the process exit code.
-"""
+"""`workrail validate` and `workrail workflows [show]`: thin handlers over the catalog."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -31,37 +25,39 @@ from workrail.workflow.sources import (
     read_workflow_file,
 )
 
-Handler = Callable[[argparse.Namespace], int]
 
-
-def add_subcommands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     """Register `validate` and `workflows` on the main parser's subparsers."""
     validate = subparsers.add_parser(
-        "validate", help="validate workflow files", description="Validate workflow JSON files."
+        "validate",
+        parents=[common],
+        help="validate workflow files",
+        description="Validate workflow JSON files.",
     )
     validate.add_argument("paths", nargs="+", metavar="PATH", help="workflow files or directories")
-    validate.add_argument("--json", action="store_true", help="machine-readable output")
-    validate.set_defaults(handler=run_validate)
+    validate.set_defaults(handler=lambda cli: run_validate(cli.args, cli.out, cli.as_json))
 
     workflows = subparsers.add_parser(
-        "workflows", help="list or show available workflows", description="List workflows."
+        "workflows", parents=[common], help="list or show available workflows",
+        description="List workflows.",
     )
-    workflows.add_argument("--json", action="store_true", help="machine-readable output")
-    workflows.set_defaults(handler=run_list)
+    workflows.set_defaults(
+        handler=lambda cli: run_list(cli.args, cli.out, cli.config.discovery, cli.as_json)
+    )
     nested = workflows.add_subparsers(dest="workflows_command", metavar="COMMAND")
-    show = nested.add_parser("show", help="show one workflow")
+    show = nested.add_parser("show", parents=[common], help="show one workflow")
     show.add_argument("workflow_id", metavar="ID")
     show.add_argument("--compiled", action="store_true", help="print the pinned envelope")
-    show.add_argument("--json", action="store_true", help="machine-readable output")
-    show.set_defaults(handler=run_show)
+    show.set_defaults(
+        handler=lambda cli: run_show(cli.args, cli.out, cli.config.discovery, cli.as_json)
+    )
 
 
 # --- validate ---------------------------------------------------------------------------
 
 
-def run_validate(args: argparse.Namespace, out: TextIO | None = None) -> int:
+def run_validate(args: argparse.Namespace, out: TextIO, as_json: bool) -> int:
     """Exit 0 only when every file is valid; 2 when a path does not exist."""
-    out = out or sys.stdout
     bundled = bundled_workflows_dir()
     results: list[LoadedWorkflow | InvalidWorkflow] = []
     missing: list[str] = []
@@ -79,7 +75,7 @@ def run_validate(args: argparse.Namespace, out: TextIO | None = None) -> int:
             origin: SourceOrigin = "bundled" if in_bundled else "custom"
             results.append(load_file(read_workflow_file(file, origin)))
     ok = not missing and all(isinstance(r, LoadedWorkflow) for r in results)
-    if args.json:
+    if as_json:
         payload = {
             "valid": ok,
             "missing": missing,
@@ -125,11 +121,10 @@ def _validation_json(r: LoadedWorkflow | InvalidWorkflow) -> dict[str, Any]:
 
 
 def run_list(
-    args: argparse.Namespace, out: TextIO | None = None, config: DiscoveryConfig | None = None
+    args: argparse.Namespace, out: TextIO, config: DiscoveryConfig, as_json: bool
 ) -> int:
-    out = out or sys.stdout
     catalog = discover(config)
-    if args.json:
+    if as_json:
         out.write(json.dumps(_catalog_json(catalog), indent=2, ensure_ascii=False) + "\n")
         return 0
     for wf in catalog.workflows.values():
@@ -194,9 +189,8 @@ def _source_json(origin: str, kind: str, ref: str) -> dict[str, str]:
 
 
 def run_show(
-    args: argparse.Namespace, out: TextIO | None = None, config: DiscoveryConfig | None = None
+    args: argparse.Namespace, out: TextIO, config: DiscoveryConfig, as_json: bool
 ) -> int:
-    out = out or sys.stdout
     catalog = discover(config)
     resolved = catalog.resolve(args.workflow_id)
     if isinstance(resolved, Failure):
@@ -215,11 +209,15 @@ def run_show(
     if isinstance(compiled, Failure):
         out.write(f"cannot compile {workflow.path}: {compiled.failure().message}\n")
         return 1
-    return _show(args, workflow, compiled.unwrap(), out)
+    return _show(args, workflow, compiled.unwrap(), out, as_json)
 
 
 def _show(
-    args: argparse.Namespace, workflow: LoadedWorkflow, compiled: CompiledWorkflow, out: TextIO
+    args: argparse.Namespace,
+    workflow: LoadedWorkflow,
+    compiled: CompiledWorkflow,
+    out: TextIO,
+    as_json: bool,
 ) -> int:
     pinned = compiled.pinned
     payload: dict[str, Any] = {
@@ -232,7 +230,7 @@ def _show(
     }
     if args.compiled:
         payload["compiled"] = pinned.to_json()
-    if args.json:
+    if as_json:
         out.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
         return 0
     d = workflow.definition

@@ -14,9 +14,9 @@ from tests.fence.conftest import KEY, ManualClock
 from tests.fence.helpers import claim, status, transition
 from workrail.fence.backend import FenceBackend
 from workrail.fence.contract import INPUT_MODELS, CheckpointOutput, EvidenceType
-from workrail.fence.mcp_tool import TOOL_NAME, effect_checkpoint_tool
 from workrail.fence.ratelimit import RateLimits
 from workrail.fence.service import FenceService
+from workrail.mcp.fence_tool import TOOL_NAME, effect_checkpoint_tool
 
 
 def call_all(service: FenceService, calls: list[dict[str, Any]]) -> list[Any]:

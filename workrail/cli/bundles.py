@@ -1,21 +1,14 @@
 """`workrail export` and `workrail import`: thin handlers over `export_session` and
-`import_bundle`.
-
-`workrail/cli.py` calls `add_subcommands`; each parser stores its handler
-as `args.handler`, which returns the exit code (0 ok, 1 refused/failed, 2 usage). The data
-directory is `$WORKRAIL_DATA_DIR` (default `~/.workrail/data`). Tokens are minted by the
-engine, not here: pass `mint_tokens` to have the import print fresh tokens per run.
-"""
+`import_bundle`, on whichever store the configuration names. An import prints fresh tokens
+for each run, minted by the engine."""
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -24,24 +17,16 @@ from returns.result import Failure
 from workrail import __version__
 from workrail.bundle.errors import BundleError
 from workrail.bundle.export import bundle_bytes, export_session, new_bundle_id, utc_now
-from workrail.bundle.import_ import ImportResult, import_bundle, read_bundle_file
-from workrail.store.local.backend import LocalBackend
-from workrail.store.local.layout import default_data_dir
-
-MintTokens = Callable[[ImportResult], dict[str, Any]]
-"""Hook for the engine: given an import result, return JSON-able fresh tokens
-(`workrail.engine.imported.tokens_for_import`: `{sessionId, renamed, runs: [...]}` with a
-stateToken, ackToken and checkpointToken for each run's preferred tip)."""
+from workrail.bundle.import_ import import_validated, read_bundle_file
+from workrail.bundle.validate import validate_bytes
+from workrail.cli.context import Cli
 
 
-def add_subcommands(
-    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
-    *,
-    mint_tokens: MintTokens | None = None,
-) -> None:
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     """Register `export` and `import` on the main parser's subparsers."""
     export = subparsers.add_parser(
         "export",
+        parents=[common],
         help="export a session as a bundle",
         description="Write one session's durable truth as a JSON bundle (no tokens).",
     )
@@ -49,34 +34,23 @@ def add_subcommands(
     export.add_argument(
         "-o", "--output", metavar="FILE", help="write the bundle here (default: stdout)"
     )
-    export.add_argument("--json", action="store_true", help="machine-readable summary")
     export.set_defaults(handler=run_export)
 
     imp = subparsers.add_parser(
         "import",
+        parents=[common],
         help="import a session bundle",
         description="Validate a bundle completely, then store it as a new session.",
     )
     imp.add_argument("file", metavar="FILE", help="bundle file, or - for stdin")
-    imp.add_argument("--json", action="store_true", help="machine-readable output")
-    imp.set_defaults(handler=functools.partial(run_import, mint_tokens=mint_tokens))
+    imp.set_defaults(handler=run_import)
 
 
-def _backend(env: Mapping[str, str] | None) -> LocalBackend:
-    return LocalBackend.open(default_data_dir(None if env is None else dict(env)))
-
-
-def run_export(
-    args: argparse.Namespace,
-    out: TextIO | None = None,
-    err: TextIO | None = None,
-    env: Mapping[str, str] | None = None,
-) -> int:
+def run_export(cli: Cli) -> int:
     """Bundle to `-o FILE` (summary on stdout) or to stdout (summary on stderr)."""
-    out = out or sys.stdout
-    err = err or sys.stderr
+    args, out, err = cli.args, cli.out, cli.err
     result = export_session(
-        _backend(env),
+        cli.backend(),
         args.session_id,
         bundle_id=new_bundle_id(),
         exported_at=utc_now(),
@@ -84,7 +58,7 @@ def run_export(
     )
     summary_to = out if args.output else err
     if isinstance(result, Failure):
-        return _report_error(result.failure(), args.json, summary_to)
+        return _report_error(result.failure(), cli.as_json, summary_to)
     bundle = result.unwrap()
     data = bundle_bytes(bundle)
     if args.output:
@@ -96,12 +70,12 @@ def run_export(
                 f"Cannot write {args.output}: {exc.strerror or exc}",
                 args.output,
             )
-            return _report_error(error, args.json, summary_to)
+            return _report_error(error, cli.as_json, summary_to)
     else:
         out.write(data.decode("utf-8") + "\n")
         out.flush()
     salvage = bundle.salvage
-    if args.json:
+    if cli.as_json:
         payload: dict[str, Any] = {
             "ok": True,
             "sessionId": bundle.session.sessionId,
@@ -132,26 +106,24 @@ def run_export(
     return 0
 
 
-def run_import(
-    args: argparse.Namespace,
-    out: TextIO | None = None,
-    *,
-    mint_tokens: MintTokens | None = None,
-    env: Mapping[str, str] | None = None,
-    stdin: Any = None,
-) -> int:
-    """Print where each run continues (and fresh tokens when `mint_tokens` is given)."""
-    out = out or sys.stdout
+def run_import(cli: Cli, stdin: Any = None) -> int:
+    """Print where each run continues, with fresh tokens for each run."""
+    from workrail.engine.imported import tokens_for_import
+
+    args, out = cli.args, cli.out
     source = (stdin or sys.stdin.buffer) if args.file == "-" else Path(args.file)
     raw = read_bundle_file(source)
     if isinstance(raw, Failure):
-        return _report_error(raw.failure(), args.json, out)
-    result = import_bundle(_backend(env), raw.unwrap())
+        return _report_error(raw.failure(), cli.as_json, out)
+    validated = validate_bytes(raw.unwrap())  # before the store is touched at all
+    if isinstance(validated, Failure):
+        return _report_error(validated.failure(), cli.as_json, out)
+    result = import_validated(cli.backend(), validated.unwrap())
     if isinstance(result, Failure):
-        return _report_error(result.failure(), args.json, out)
+        return _report_error(result.failure(), cli.as_json, out)
     imported = result.unwrap()
-    tokens = mint_tokens(imported) if mint_tokens is not None else None
-    if args.json:
+    tokens: dict[str, Any] | None = tokens_for_import(cli.engine(), imported)
+    if cli.as_json:
         payload: dict[str, Any] = {"ok": True, **imported.to_json()}
         if tokens is not None:
             payload["tokens"] = tokens

@@ -8,43 +8,41 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
-from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
+from returns.result import Failure
+
+from workrail.app import open_fence
+from workrail.cli.context import Cli
 from workrail.fence.backend import BackendUnavailable
-from workrail.fence.service import open_fence_service
-from workrail.store.local.layout import DATA_DIR_ENV, default_data_dir
 
 
-def add_subcommands(subparsers: Any) -> argparse.ArgumentParser:
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     """Add `fence` (with pause, resume, status) to a `workrail` subparsers object."""
     fence: argparse.ArgumentParser = subparsers.add_parser(
-        "fence", help="Operate the effect checkpoint tool (pause, resume, status)."
+        "fence",
+        parents=[common],
+        help="Operate the effect checkpoint tool (pause, resume, status).",
     )
-    fence.add_argument(
-        "--data-dir", type=Path, default=None, help=f"Data directory (default ${DATA_DIR_ENV})."
-    )
-    fence.add_argument("--json", action="store_true", help="Print JSON for machines.")
     commands = fence.add_subparsers(dest="fence_command", metavar="FENCE_COMMAND", required=True)
-    commands.add_parser("pause", help="Refuse every checkpoint request with TOOL_PAUSED.")
-    commands.add_parser("resume", help="Serve checkpoint requests again.")
-    commands.add_parser("status", help="Show the backend, pause switch and request budgets.")
+    commands.add_parser(
+        "pause", parents=[common], help="Refuse every checkpoint request with TOOL_PAUSED."
+    )
+    commands.add_parser("resume", parents=[common], help="Serve checkpoint requests again.")
+    commands.add_parser(
+        "status", parents=[common], help="Show the backend, pause switch and request budgets."
+    )
     fence.set_defaults(handler=run_fence_command)
-    return fence
 
 
-def run_fence_command(args: argparse.Namespace, env: Mapping[str, str] | None = None) -> int:
+def run_fence_command(cli: Cli) -> int:
     """Execute a parsed `fence` command; returns the process exit code."""
-    environ = os.environ if env is None else env
-    data_dir = args.data_dir or default_data_dir(dict(environ))
-    try:
-        service = open_fence_service(data_dir, environ)
-    except (BackendUnavailable, ValueError, OSError) as exc:
-        print(f"workrail fence: {exc}", file=sys.stderr)
+    args = cli.args
+    opened = open_fence(cli.config)
+    if isinstance(opened, Failure):
+        print(f"workrail fence: {opened.failure().message}", file=cli.err)
         return 2
+    service = opened.unwrap()
     try:
         if args.fence_command == "pause":
             service.pause()
@@ -57,17 +55,18 @@ def run_fence_command(args: argparse.Namespace, env: Mapping[str, str] | None = 
             "global_requests_per_minute": service.limits.global_rpm,
         }
     except BackendUnavailable as exc:
-        print(f"workrail fence: {exc}", file=sys.stderr)
+        print(f"workrail fence: {exc}", file=cli.err)
         return 3
     finally:
         service.close()
-    if args.json:
-        print(json.dumps(report))
+    if cli.as_json:
+        print(json.dumps(report), file=cli.out)
     else:
         state = "paused" if report["paused"] else "serving"
         print(
             f"effect checkpoint: {state} (backend {report['backend']}, budgets"
             f" {report['client_requests_per_minute']}/min per client,"
-            f" {report['global_requests_per_minute']}/min global; 0 = unlimited)"
+            f" {report['global_requests_per_minute']}/min global; 0 = unlimited)",
+            file=cli.out,
         )
     return 0

@@ -2,30 +2,24 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
 import pytest
 
-from tests.fence.helpers import status
-from workrail.fence.cli_commands import add_subcommands
-from workrail.fence.service import open_fence_service
+from tests.fence.helpers import fence_from_env, status
+from workrail.cli import main
 
 
 def run_cli(argv: list[str], env: dict[str, str]) -> int:
-    parser = argparse.ArgumentParser(prog="workrail")
-    add_subcommands(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(argv)
-    code: int = args.handler(args, env)
-    return code
+    return main(argv, env=env)
 
 
 def test_pause_from_the_cli_pauses_a_running_service(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     env = {"WORKRAIL_DATA_DIR": str(tmp_path)}
-    server = open_fence_service(tmp_path, env)
+    server = fence_from_env(tmp_path, env)
     assert run_cli(["fence", "pause"], env) == 0
     assert server.execute(status(), client_id="x").body["error"]["code"] == "TOOL_PAUSED"
     assert run_cli(["fence", "--json", "status"], env) == 0
@@ -49,11 +43,11 @@ def test_bad_settings_are_reported(tmp_path: Path, capsys: pytest.CaptureFixture
 
 def test_env_overrides_rate_limits(tmp_path: Path) -> None:
     env = {"WORKRAIL_FENCE_CLIENT_RPM": "0", "WORKRAIL_FENCE_GLOBAL_RPM": "7"}
-    service = open_fence_service(tmp_path, env)
+    service = fence_from_env(tmp_path, env)
     assert (service.limits.client_rpm, service.limits.global_rpm) == (0, 7)
     service.close()
     with pytest.raises(ValueError):
-        open_fence_service(tmp_path, {"WORKRAIL_FENCE_GLOBAL_RPM": "-1"})
+        fence_from_env(tmp_path, {"WORKRAIL_FENCE_GLOBAL_RPM": "-1"})
 
 
 def test_data_dir_from_the_environment_expands_the_home_directory(
@@ -68,6 +62,6 @@ def test_data_dir_from_the_environment_expands_the_home_directory(
     assert run_cli(["fence", "pause"], env) == 0
     assert (home / "x" / "fence" / "fence.sqlite3").exists()
     assert not (elsewhere / "~").exists()
-    service = open_fence_service(home / "x", env)
+    service = fence_from_env(home / "x", env)
     assert service.backend.is_paused()
     service.close()

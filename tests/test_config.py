@@ -1,0 +1,85 @@
+"""The one configuration object: pure parsing of the environment and the flags."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from workrail.config import Overrides, load_config
+from workrail.core.urls import redact_url
+
+PACKAGE = Path(__file__).resolve().parents[1] / "workrail"
+HOME, CWD = Path("/home/someone"), Path("/work/project")
+
+
+def test_defaults_are_files_in_the_home_data_directory() -> None:
+    config = load_config({}, home=HOME, cwd=CWD).unwrap()
+    assert config.data_dir == HOME / ".workrail" / "data"
+    assert config.store_url is None and not config.uses_postgres
+    assert config.log.level == "WARNING" and config.log.file is None
+    assert config.fence.url is None and config.fence.limits.client_rpm == 30
+
+
+def test_flags_beat_the_environment_and_relative_paths_follow_the_working_directory() -> None:
+    env = {
+        "WORKRAIL_DATA_DIR": "/from/env",
+        "WORKRAIL_STORE_URL": "postgresql://env@db/x",
+        "WORKRAIL_LOG_LEVEL": "info",
+    }
+    flags = Overrides(data_dir="rel", store_url="postgres://flag@db/y", log_level="debug")
+    config = load_config(env, flags, home=HOME, cwd=CWD).unwrap()
+    assert config.data_dir == CWD / "rel"
+    assert config.store_url == "postgres://flag@db/y"
+    assert config.log.level == "DEBUG"
+    only_env = load_config(env, home=HOME, cwd=CWD).unwrap()
+    assert only_env.data_dir == Path("/from/env")
+    assert only_env.store_url == "postgresql://env@db/x" and only_env.log.level == "INFO"
+
+
+@pytest.mark.parametrize(
+    ("env", "flags", "setting"),
+    [
+        ({"WORKRAIL_STORE_URL": "mysql://x"}, Overrides(), "WORKRAIL_STORE_URL"),
+        ({}, Overrides(store_url="sqlite:///x.db"), "--store"),
+        ({"WORKRAIL_LOG_LEVEL": "chatty"}, Overrides(), "WORKRAIL_LOG_LEVEL"),
+        ({"WORKRAIL_FENCE_URL": "ftp://x"}, Overrides(), "WORKRAIL_FENCE_URL"),
+        ({"WORKRAIL_FENCE_CLIENT_RPM": "-1"}, Overrides(), "fence rate limit"),
+    ],
+)
+def test_a_bad_setting_is_named(env: dict[str, str], flags: Overrides, setting: str) -> None:
+    problem = load_config(env, flags, home=HOME, cwd=CWD).failure()
+    assert problem.setting == setting and problem.message
+
+
+def test_a_bad_store_url_never_echoes_its_password() -> None:
+    problem = load_config({"WORKRAIL_STORE_URL": "mysql://root:s3cret@db/x"}, home=HOME, cwd=CWD)
+    assert "s3cret" not in str(problem.failure())
+    assert redact_url("postgresql://u:pw@h:5432/db") == "postgresql://u:***@h:5432/db"
+    assert redact_url("postgresql://u@h/db") == "postgresql://u@h/db"
+    assert redact_url("postgresql:///db") == "postgresql:///db"
+
+
+def test_files_are_the_store_when_asked_by_name() -> None:
+    for value in ("", "files", "file"):
+        assert load_config({"WORKRAIL_STORE_URL": value}, home=HOME, cwd=CWD).unwrap().store_url is None
+
+
+def test_no_module_writes_the_process_environment() -> None:
+    """Configuration travels in the config object, never through os.environ."""
+    offenders = []
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            targets: list[ast.expr] = []
+            if isinstance(node, ast.Assign | ast.AugAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Subscript) and ast.unparse(target.value) == "os.environ":
+                    offenders.append(f"{path}:{node.lineno}")
+            if isinstance(node, ast.Call):
+                name = ast.unparse(node.func)
+                if name in ("os.putenv", "os.environ.update", "os.environ.setdefault", "os.unsetenv"):
+                    offenders.append(f"{path}:{node.lineno}")
+    assert offenders == []

@@ -1,0 +1,97 @@
+"""The `workrail` command. Thin: parses arguments, builds the configuration once, calls
+the engine through the composition root, and prints — human-friendly by default, JSON
+with `--json`. One module per command group.
+
+The global flags (`--data-dir`, `--store`, `--workflows`, `--json`) work before or after
+the subcommand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from typing import TextIO
+
+from workrail import __version__
+from workrail.cli import bundles, checkpoint, demo, fence, keys, servers, sessions, workflows
+from workrail.cli.context import Cli, CliExit
+from workrail.config import DATA_DIR_ENV, STORE_URL_ENV
+
+
+def _global_flags(*, top_level: bool) -> argparse.ArgumentParser:
+    """The flags every command accepts. SUPPRESS keeps a value given before the
+    subcommand from being reset by the subcommand's own copy of the flag."""
+    flags = argparse.ArgumentParser(add_help=False)
+    flags.add_argument(
+        "--data-dir",
+        metavar="DIR",
+        default=argparse.SUPPRESS,
+        help=f"data directory (default ${DATA_DIR_ENV} or ~/.workrail/data)",
+    )
+    flags.add_argument(
+        "--store",
+        metavar="URL",
+        default=argparse.SUPPRESS,
+        help=f"session store: postgresql://… (default ${STORE_URL_ENV}, else files in the "
+        "data directory)",
+    )
+    flags.add_argument(
+        "--workflows",
+        dest="global_workflows" if top_level else "workflows",
+        metavar="DIR",
+        action="append",
+        default=argparse.SUPPRESS,
+        help="extra workflow directory (repeatable; after $WORKFLOW_STORAGE_PATH)",
+    )
+    flags.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output"
+    )
+    return flags
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="workrail",
+        description="Workflow-enforcement MCP server for AI agents.",
+        parents=[_global_flags(top_level=True)],
+    )
+    parser.add_argument("--version", action="version", version=f"workrail {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    common = _global_flags(top_level=False)
+    for module in (servers, demo, workflows, bundles, fence, sessions, checkpoint, keys):
+        module.register(subparsers, common)
+    return parser
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(out)
+        return 0
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.parse_args([args.command, "--help"])
+        return 2
+    cli = Cli(args, os.environ if env is None else env, out or sys.stdout, err or sys.stderr)
+    try:
+        return int(handler(cli))
+    except CliExit as stop:
+        return cli.fail(stop.envelope)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # `workrail sessions | head`: the reader left; not an error worth a traceback.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    finally:
+        cli.close()

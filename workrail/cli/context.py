@@ -1,0 +1,158 @@
+"""What every command handler receives: its parsed arguments, the configuration built
+once from the environment and the flags, its output streams, and the application opened
+on first use through the composition root."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from returns.result import Failure
+from rich.console import Console
+from rich.markup import escape
+
+from workrail.app import build_engine, open_backend
+from workrail.config import ConfigError, Overrides, WorkrailConfig, load_config
+from workrail.engine.api import Engine
+from workrail.store.ports import Backend
+
+# Codes that mean "what you passed is wrong" (exit 2) rather than "it could not be done" (1).
+BAD_INPUT_CODES = frozenset(
+    {
+        "VALIDATION_ERROR",
+        "NOT_FOUND",
+        "CONFIG_INVALID",
+        "TOKEN_INVALID_FORMAT",
+        "TOKEN_UNSUPPORTED_VERSION",
+        "TOKEN_BAD_SIGNATURE",
+        "TOKEN_SCOPE_MISMATCH",
+        "TOKEN_UNKNOWN_NODE",
+        "TOKEN_WORKFLOW_HASH_MISMATCH",
+        "CHECKPOINT_RECORD_INVALID",
+        "CHECKPOINT_PLAN_MISMATCH",
+        "CHECKPOINT_CONTEXT_MISMATCH",
+    }
+)
+
+
+class CliExit(Exception):
+    """Stop the command with `envelope` reported to the user (never a traceback)."""
+
+    def __init__(self, envelope: dict[str, Any]) -> None:
+        super().__init__(envelope.get("message", ""))
+        self.envelope = envelope
+
+
+def envelope(
+    code: str, message: str, suggestion: str | None = None, *, retryable: bool = False
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "code": code,
+        "message": message,
+        "retry": {"kind": "retryable_immediate" if retryable else "not_retryable"},
+    }
+    if suggestion:
+        out["details"] = {"suggestion": suggestion}
+    return out
+
+
+def overrides_of(args: argparse.Namespace) -> Overrides:
+    dirs = [*(getattr(args, "global_workflows", None) or ()), *(getattr(args, "workflows", None) or ())]
+    return Overrides(
+        data_dir=getattr(args, "data_dir", None),
+        store_url=getattr(args, "store", None),
+        workflow_dirs=tuple(dirs),
+        log_level=getattr(args, "log_level", None),
+        log_file=getattr(args, "log_file", None),
+    )
+
+
+@dataclass
+class Cli:
+    args: argparse.Namespace
+    env: Mapping[str, str]
+    out: TextIO = field(default_factory=lambda: sys.stdout)
+    err: TextIO = field(default_factory=lambda: sys.stderr)
+    _config: WorkrailConfig | None = None
+    _backend: Backend | None = None
+    _engine: Engine | None = None
+
+    @property
+    def as_json(self) -> bool:
+        return bool(getattr(self.args, "json", False))
+
+    @property
+    def config(self) -> WorkrailConfig:
+        if self._config is None:
+            loaded = load_config(self.env, overrides_of(self.args))
+            if isinstance(loaded, Failure):
+                problem: ConfigError = loaded.failure()
+                raise CliExit(
+                    envelope(
+                        "CONFIG_INVALID",
+                        f"Bad setting {problem}",
+                        "Fix the flag or environment variable and run the command again.",
+                    )
+                )
+            self._config = loaded.unwrap()
+        return self._config
+
+    def backend(self) -> Backend:
+        """The configured store, opened once; one that cannot be opened stops the command
+        with one line that says why. Opening writes nothing."""
+        if self._backend is None:
+            opened = open_backend(self.config)
+            if isinstance(opened, Failure):
+                problem = opened.failure()
+                raise CliExit(envelope(problem.code, problem.message, _startup_hint(problem.code)))
+            self._backend = opened.unwrap()
+        return self._backend
+
+    def engine(self) -> Engine:
+        """The engine over the store (loading, or on first use creating, the keyring)."""
+        if self._engine is None:
+            built = build_engine(self.config, self.backend())
+            if isinstance(built, Failure):
+                problem = built.failure()
+                raise CliExit(envelope(problem.code, problem.message, _startup_hint(problem.code)))
+            self._engine = built.unwrap()
+        return self._engine
+
+    def close(self) -> None:
+        if self._backend is not None:
+            self._backend.close()
+            self._backend = None
+            self._engine = None
+
+    def console(self, *, stderr: bool = False) -> Console:
+        return Console(file=self.err if stderr else self.out, highlight=False)
+
+    def print_json(self, payload: Any) -> None:
+        self.out.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+
+    def fail(self, error: dict[str, Any]) -> int:
+        """The error envelope on stdout (--json) or as readable lines on stderr; the exit
+        code says whether the input was at fault (2) or the operation failed (1)."""
+        code = str(error.get("code", "ERROR"))
+        if self.as_json:
+            self.print_json({"ok": False, "error": error})
+        else:
+            console = self.console(stderr=True)
+            console.print(f"[red]{escape(code)}[/]: {escape(str(error.get('message', '')))}")
+            suggestion = (error.get("details") or {}).get("suggestion")
+            if suggestion:
+                console.print(f"  {suggestion}", markup=False)
+        return 2 if code in BAD_INPUT_CODES else 1
+
+    def input_error(self, message: str, suggestion: str) -> int:
+        return self.fail(envelope("VALIDATION_ERROR", message, suggestion))
+
+
+def _startup_hint(code: str) -> str:
+    if code.startswith("KEYRING"):
+        return "Restore keys/keyring.json from a backup, or move it aside to start a new one."
+    return "Check the --store URL / --data-dir and that the store is reachable, then retry."

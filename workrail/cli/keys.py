@@ -1,0 +1,45 @@
+"""`workrail keys rotate`: a fresh signing key for every server on this store."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from returns.result import Failure
+from rich.markup import escape
+
+from workrail.cli.context import Cli, envelope
+
+
+def run_rotate(cli: Cli) -> int:
+    backend = cli.backend()
+    rotated = backend.keyring.rotate()
+    if isinstance(rotated, Failure):
+        problem = rotated.failure()
+        return cli.fail(
+            envelope(
+                problem.code,
+                f"Could not rotate the keyring: {problem.message}",
+                "Nothing was changed; fix the store and run the command again.",
+            )
+        )
+    if cli.as_json:
+        cli.print_json({"rotated": True, "store": backend.location})
+    else:
+        cli.console().print(
+            "Rotated the signing key: tokens signed with the previous key stay valid until the "
+            "next rotation. Restart running servers to pick up the new key.\n"
+            f"[dim]{escape(backend.location)}[/]"
+        )
+    return 0
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    keys = subparsers.add_parser(
+        "keys", parents=[common], help="manage the token signing keyring"
+    )
+    nested = keys.add_subparsers(dest="keys_command", metavar="COMMAND", required=True)
+    rotate = nested.add_parser(
+        "rotate", parents=[common], help="make a fresh current key; keep one previous"
+    )
+    rotate.set_defaults(handler=run_rotate)

@@ -1,0 +1,155 @@
+"""The one configuration object: built once at the edge from the environment and the
+command line, then passed down explicitly. Nothing reads configuration from, or writes it
+to, `os.environ` anywhere else.
+
+Parsing is pure (the environment is an argument), and every bad setting is a
+`ConfigError` that names the setting and what to put there.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from returns.result import Failure, Result, Success
+
+from workrail.core.urls import redact_url
+from workrail.fence.ratelimit import RateLimits
+from workrail.workflow.sources import DiscoveryConfig, bundled_workflows_dir
+
+DATA_DIR_ENV: Final = "WORKRAIL_DATA_DIR"
+STORE_URL_ENV: Final = "WORKRAIL_STORE_URL"
+LOG_LEVEL_ENV: Final = "WORKRAIL_LOG_LEVEL"
+FENCE_URL_ENV: Final = "WORKRAIL_FENCE_URL"
+LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+DEFAULT_LOG_LEVEL: Final = "WARNING"
+POSTGRES_SCHEMES: Final = ("postgresql://", "postgres://")
+
+
+@dataclass(frozen=True)
+class ConfigError:
+    """A setting that cannot be used: which one, and what is wrong with it."""
+
+    setting: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.setting}: {self.message}"
+
+
+@dataclass(frozen=True)
+class LogSettings:
+    level: str = DEFAULT_LOG_LEVEL
+    file: Path | None = None
+
+
+@dataclass(frozen=True)
+class FenceSettings:
+    """The effect-checkpoint backend: SQLite in the data directory unless `url` names a
+    Valkey/Redis server."""
+
+    url: str | None = None
+    limits: RateLimits = field(default_factory=RateLimits)
+
+
+@dataclass(frozen=True)
+class WorkrailConfig:
+    data_dir: Path
+    """Files backend root; also home of the fence's SQLite database and key."""
+    store_url: str | None
+    """None: sessions live in `data_dir`; else a postgresql:// URL."""
+    discovery: DiscoveryConfig
+    fence: FenceSettings
+    log: LogSettings
+
+    @property
+    def uses_postgres(self) -> bool:
+        return self.store_url is not None
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """What the command line says; each beats its environment variable."""
+
+    data_dir: str | None = None
+    store_url: str | None = None
+    workflow_dirs: tuple[str, ...] = ()
+    log_level: str | None = None
+    log_file: str | None = None
+
+
+def load_config(
+    env: Mapping[str, str],
+    overrides: Overrides = Overrides(),
+    *,
+    home: Path | None = None,
+    cwd: Path | None = None,
+) -> Result[WorkrailConfig, ConfigError]:
+    """Resolve every setting; `env` is read, never written."""
+    home = home if home is not None else Path.home()
+    cwd = cwd if cwd is not None else Path.cwd()
+
+    def absolute(raw: str) -> Path:
+        path = Path(raw).expanduser()
+        return path if path.is_absolute() else cwd / path
+
+    raw_dir = overrides.data_dir or env.get(DATA_DIR_ENV, "").strip()
+    data_dir = absolute(raw_dir) if raw_dir else home / ".workrail" / "data"
+
+    store = _store_url(overrides.store_url, env)
+    if isinstance(store, ConfigError):
+        return Failure(store)
+
+    level = (overrides.log_level or env.get(LOG_LEVEL_ENV, "") or DEFAULT_LOG_LEVEL).upper()
+    if level not in LOG_LEVELS:
+        return Failure(ConfigError(LOG_LEVEL_ENV, f"must be one of {', '.join(LOG_LEVELS)}"))
+    log = LogSettings(level, absolute(overrides.log_file) if overrides.log_file else None)
+
+    try:
+        limits = RateLimits.from_env(env)
+    except ValueError as exc:
+        return Failure(ConfigError("fence rate limit", str(exc)))
+    fence_url = env.get(FENCE_URL_ENV, "").strip() or None
+    if fence_url not in (None, "sqlite") and not fence_url.startswith(
+        ("redis://", "rediss://", "unix://")
+    ):
+        return Failure(ConfigError(FENCE_URL_ENV, "must be empty, 'sqlite', or a redis:// URL"))
+
+    discovery = DiscoveryConfig(
+        home=home,
+        cwd=cwd,
+        env=dict(env),
+        bundled_dir=bundled_workflows_dir(),
+        extra_dirs=tuple(absolute(d) for d in overrides.workflow_dirs),
+    )
+    return Success(
+        WorkrailConfig(
+            data_dir=data_dir,
+            store_url=store,
+            discovery=discovery,
+            fence=FenceSettings(None if fence_url == "sqlite" else fence_url, limits),
+            log=log,
+        )
+    )
+
+
+def _store_url(flag: str | None, env: Mapping[str, str]) -> str | None | ConfigError:
+    setting = "--store" if flag else STORE_URL_ENV
+    raw = (flag or env.get(STORE_URL_ENV, "")).strip()
+    if not raw or raw in ("files", "file"):
+        return None
+    if raw.startswith(POSTGRES_SCHEMES):
+        return raw
+    return ConfigError(
+        setting,
+        "must be a postgresql://USER@HOST:PORT/DATABASE URL (or empty for files in the data "
+        f"directory), got {redact_url(raw)!r}",
+    )
+
+
+def config_from_process(overrides: Overrides = Overrides()) -> Result[WorkrailConfig, ConfigError]:
+    """The process's configuration: its environment, home and working directory."""
+    return load_config(os.environ, overrides)

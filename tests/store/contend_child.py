@@ -1,5 +1,6 @@
 """Child process for contention tests: appends `rounds` advances to one session, retrying
-when the session is locked. Prints `LOCKED <n>` and `DONE <n>` at the end.
+when the session is locked. Prints `READY` once started and waits for a line on stdin, so
+every contender starts at the same moment; prints `LOCKED <n>` and `DONE <n>` at the end.
 
 Usage: python -m tests.store.contend_child DATA_DIR SESSION_ID ROUNDS
 """
@@ -30,6 +31,8 @@ def main() -> None:
         time.sleep(0.002)  # hold the lock a moment so contenders really collide
         return txn.append(plan)
 
+    print("READY", flush=True)
+    sys.stdin.readline()  # the starting gun: all contenders are up
     while done < rounds:
         result = store.write(sess, advance)
         if isinstance(result, Success):

@@ -24,6 +24,7 @@ def _child(module: str, *args: str) -> subprocess.Popen[str]:
         [sys.executable, "-m", module, *args],
         cwd=ROOT,
         env=env,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -78,6 +79,12 @@ def test_concurrent_processes_append_contiguously(data_dir: Path) -> None:
         _child("tests.store.contend_child", str(data_dir), sess, str(rounds))
         for _ in range(workers)
     ]
+    for proc in procs:  # wait until every contender is up, then start them together
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
+    for proc in procs:
+        assert proc.stdin is not None
+        proc.stdin.write("GO\n")
+        proc.stdin.flush()
     locked = 0
     for proc in procs:
         out, err = proc.communicate(timeout=120)

@@ -17,7 +17,14 @@ from workrail.core.budgets import CONTEXT_MAX_BYTES, truncate_notes
 from workrail.core.canonical import CanonicalJsonError, canonical_bytes, canonical_digest
 from workrail.core.events import AdvanceRecorded
 from workrail.core.snapshot import BlockedState, ExecutionSnapshot, RetryableBlock
-from workrail.engine.context import json_value_problem, merge_context, validate_context
+from workrail.engine.context import (
+    clip_path,
+    exceeds_value_budget,
+    json_value_problem,
+    merge_context,
+    too_many_values,
+    validate_context,
+)
 from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError, error, internal
 from workrail.engine.events_builder import PlanBuilder
@@ -113,12 +120,14 @@ def _recorded(log: SessionLog, key: str) -> AdvanceRecorded | None:
 
 
 def _check_artifacts(output: AgentOutput) -> EngineError | None:
+    if exceeds_value_budget(list(output.artifacts), CONTEXT_MAX_BYTES):
+        return too_many_values("output.artifacts are too large", "continue_workflow")
     problem = json_value_problem(list(output.artifacts))
     if problem is not None:
         kind, path = problem
         return error(
             "VALIDATION_ERROR",
-            f"output.artifacts{path} is not storable JSON ({kind}).",
+            f"output.artifacts{clip_path(path)} is not storable JSON ({kind}).",
             "Send artifacts as plain JSON: finite numbers, integers within ±(2^53-1), "
             "at most 64 levels deep.",
         )

@@ -30,6 +30,8 @@ def validate_context(tool: str, context: Any) -> Result[dict[str, Any], EngineEr
                 expected="object",
             )
         )
+    if exceeds_value_budget(context, CONTEXT_MAX_BYTES):
+        return Failure(too_many_values(f"context is too large for {tool}", tool))
     problem = _scan(context, "", 1)
     if problem is not None:
         kind, path = problem
@@ -40,7 +42,7 @@ def validate_context(tool: str, context: Any) -> Result[dict[str, Any], EngineEr
                 "Send only JSON values (objects, arrays, strings, finite numbers, booleans, "
                 f"null), nested at most {CONTEXT_MAX_DEPTH} levels.",
                 kind=kind,
-                path=path,
+                path=clip_path(path),
                 maxDepth=CONTEXT_MAX_DEPTH,
             )
         )
@@ -81,6 +83,49 @@ def validate_context(tool: str, context: Any) -> Result[dict[str, Any], EngineEr
             )
         )
     return Success(context)
+
+
+def exceeds_value_budget(value: Any, max_bytes: int) -> bool:
+    """True when `value` holds more than `max_bytes` JSON values (keys included): each
+    takes at least one byte of canonical JSON, so it is certainly over a `max_bytes`
+    budget. Stops counting there, so a hostile million-item value costs a bounded walk
+    instead of a full scan and encoding."""
+    seen = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        seen += 1
+        if isinstance(item, dict):
+            seen += len(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        if seen > max_bytes:
+            return True
+    return False
+
+
+def too_many_values(what: str, tool: str) -> EngineError:
+    return error(
+        "VALIDATION_ERROR",
+        f"{what}: more than {CONTEXT_MAX_BYTES} values, so over the {CONTEXT_MAX_BYTES}-byte "
+        "budget. Size is measured as UTF-8 bytes of RFC 8785 (JCS) canonical JSON.",
+        "Keep it small: store large data elsewhere and pass a reference.",
+        kind="context_budget_exceeded",
+        tool=tool,
+        maxBytes=CONTEXT_MAX_BYTES,
+        measuredAs="jcs_utf8_bytes",
+    )
+
+
+PATH_ECHO_MAX_CHARS = 200
+
+
+def clip_path(path: str) -> str:
+    """A JSON path as it may be echoed: keys are the agent's, and may be huge."""
+    if len(path) <= PATH_ECHO_MAX_CHARS:
+        return path
+    return f"{path[:PATH_ECHO_MAX_CHARS]}… ({len(path)} characters)"
 
 
 def json_value_problem(value: Any) -> tuple[str, str] | None:

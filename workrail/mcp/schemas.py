@@ -14,10 +14,15 @@ from workrail.core.ids import SESSION_ID_RE
 # The reference forbids `.`; we allow it so namespaced bundled ids (`wr.foo`) can be
 # started (spec 90 quirk). Every id the reference accepts is still accepted.
 WORKFLOW_ID_PATTERN = r"^[A-Za-z0-9_.-]+$"
+WORKFLOW_ID_MAX_CHARS = 64  # the workflow schema's own limit on `id`
+TOKEN_MAX_CHARS = 256
+"""Ours are 91-92 characters and the reference's 166-167 (recognised to say why they are
+refused); anything longer is not a token, and is refused before it is parsed or echoed."""
 
 _WORKFLOW_ID: dict[str, Any] = {
     "type": "string",
     "minLength": 1,
+    "maxLength": WORKFLOW_ID_MAX_CHARS,
     "pattern": WORKFLOW_ID_PATTERN,
     "description": 'The workflowId exactly as list_workflows returns it, e.g. "coding-task".',
 }
@@ -147,11 +152,13 @@ CONTINUE_WORKFLOW = ToolSpec(
             "stateToken": {
                 "type": "string",
                 "minLength": 1,
+                "maxLength": TOKEN_MAX_CHARS,
                 "description": "The stateToken from the latest WorkRail response (st1…).",
             },
             "ackToken": {
                 "type": "string",
                 "minLength": 1,
+                "maxLength": TOKEN_MAX_CHARS,
                 "description": (
                     "Required for advance, forbidden for rehydrate: the ackToken (ack1…) of the "
                     "same response as stateToken, or its retryAckToken after a block."
@@ -207,6 +214,7 @@ CHECKPOINT_WORKFLOW = ToolSpec(
             "checkpointToken": {
                 "type": "string",
                 "minLength": 1,
+                "maxLength": TOKEN_MAX_CHARS,
                 "description": "The checkpointToken (chk1…) from the latest WorkRail response.",
             }
         },
@@ -237,6 +245,7 @@ EXPORT_SESSION = ToolSpec(
             "stateToken": {
                 "type": "string",
                 "minLength": 1,
+                "maxLength": TOKEN_MAX_CHARS,
                 "description": "Any stateToken of the session, e.g. from the latest response. "
                 "Give this or sessionId.",
             },

@@ -125,15 +125,25 @@ class WorkrailTools:
         return import_tool(self.engine, arguments)
 
 
-async def run_tool(spec: ToolSpec, handler: Handler, arguments: dict[str, Any]) -> CallToolResult:
-    """Validate, run the (blocking, fsync'ing) engine call off the event loop, wrap."""
+def _validated_call(
+    spec: ToolSpec, handler: Handler, arguments: dict[str, Any]
+) -> Result[dict[str, Any], ToolFailure]:
+    """Validation and the engine call, together in one worker thread: judging hostile
+    arguments is work too, and must not hold up other clients on the event loop."""
     problem = validate_arguments(spec.name, arguments)
     if problem is not None:
         log.info("%s rejected arguments: %s", spec.name, problem.details.get("validationErrors"))
-        return error_result(problem)
+        return Failure(problem)
+    return handler(arguments)
+
+
+async def run_tool(spec: ToolSpec, handler: Handler, arguments: dict[str, Any]) -> CallToolResult:
+    """Validate and run the (blocking, fsync'ing) engine call off the event loop, wrap."""
     started = time.perf_counter()
     try:
-        outcome = await anyio.to_thread.run_sync(functools.partial(handler, arguments))
+        outcome = await anyio.to_thread.run_sync(
+            functools.partial(_validated_call, spec, handler, arguments)
+        )
     except Exception:
         # The agent still gets an envelope; the traceback stays in the server log.
         log.exception("%s failed unexpectedly", spec.name)

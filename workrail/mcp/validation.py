@@ -4,6 +4,13 @@ VALIDATION_ERROR envelope (40 §1–2) instead of the SDK's plain validation tex
 The SDK would reject bad arguments itself, but only as prose the agent cannot parse; doing it
 here gives `{path, message}` per problem, the cross-field rules with the reference's exact
 wording, and a concrete fix.
+
+The work is bounded whatever the arguments hold (one hostile call must not stall other
+clients): objects with more than `MAX_FIELDS` keys are refused before the schema is
+consulted, only keys up to `MAX_FUZZY_KEY_CHARS` are fuzzy-matched, at most
+`MAX_REPORTED_KEYS` unknown keys are named, every echoed key or value is clipped to
+`MAX_ECHO_CHARS`, and the schema never descends into `context` or `output.artifacts` (the
+engine bounds those by their byte budgets).
 """
 
 from __future__ import annotations
@@ -34,7 +41,38 @@ REHYDRATE_WITH_OUTPUT = (
     "include ackToken."
 )
 
-_VALIDATORS: dict[str, Any] = {spec.name: Draft202012Validator(spec.input_schema) for spec in TOOLS}
+MAX_FIELDS = 64
+"""An object with more keys than this (top level or `output`) is refused without a look at
+each key; the widest schema has seven."""
+MAX_FUZZY_KEY_CHARS = 64
+MAX_REPORTED_KEYS = 10
+MAX_ECHO_CHARS = 64
+
+
+def clip(text: str, limit: int = MAX_ECHO_CHARS) -> str:
+    """`text` as it may be echoed back: long input is cut, its length said instead."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text)} characters)"
+
+
+def _without_free_subschemas(schema: Any) -> Any:
+    """The schema minus `additionalProperties: {}` / `items: {}`: they accept anything,
+    yet jsonschema still descends into every value, which costs per item."""
+    if isinstance(schema, dict):
+        return {
+            k: _without_free_subschemas(v)
+            for k, v in schema.items()
+            if not (k in ("additionalProperties", "items") and v == {})
+        }
+    if isinstance(schema, list):
+        return [_without_free_subschemas(v) for v in schema]
+    return schema
+
+
+_VALIDATORS: dict[str, Any] = {
+    spec.name: Draft202012Validator(_without_free_subschemas(spec.input_schema)) for spec in TOOLS
+}
 _SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in TOOLS}
 
 
@@ -82,13 +120,15 @@ def _issue(
     if validator == "additionalProperties":
         known = list(_schema_at(schema, where).get("properties", {}))
         extras = sorted(k for k in instance if k not in known)
-        for key in extras:
-            hint: dict[str, Any] = {"kind": "unknown_key", "provided": key}
+        for key in extras[:MAX_REPORTED_KEYS]:
+            hint: dict[str, Any] = {"kind": "unknown_key", "provided": clip(key)}
             match = _closest(key, known)
             if match is not None:
                 hint["didYouMean"], hint["similarity"] = match
             suggestions.append(hint)
-        keys = ", ".join(f"'{k}'" for k in extras)
+        keys = ", ".join(f"'{clip(k)}'" for k in extras[:MAX_REPORTED_KEYS])
+        if len(extras) > MAX_REPORTED_KEYS:
+            keys += f" and {len(extras) - MAX_REPORTED_KEYS} more"
         return [{"path": _path(where), "message": f"Unrecognized key(s) in object: {keys}"}]
     if validator == "required":
         missing = [k for k in expected if k not in instance]
@@ -143,13 +183,26 @@ def _issue(
         return [
             {
                 "path": _path(where),
-                "message": f"Invalid enum value. Expected {options}, received '{err.instance}'",
+                "message": f"Invalid enum value. Expected {options}, received "
+                f"'{clip(str(err.instance))}'",
             }
         ]
-    return [{"path": _path(where), "message": err.message}]
+    if validator == "maxLength":
+        return [
+            {
+                "path": _path(where),
+                "message": f"String must contain at most {err.validator_value} character(s), "
+                f"received {len(instance)}",
+            }
+        ]
+    return [{"path": _path(where), "message": clip(err.message, 200)}]
 
 
 def _closest(key: str, known: list[str]) -> tuple[str, float] | None:
+    """The most similar known key (ratio ≥ 0.6). Long keys are never compared: difflib's
+    cost grows with the key, and no field name is that long."""
+    if len(key) > MAX_FUZZY_KEY_CHARS:
+        return None
     best: tuple[str, float] | None = None
     for candidate in known:
         ratio = difflib.SequenceMatcher(None, key.lower(), candidate.lower()).ratio()
@@ -191,11 +244,29 @@ def _template(spec: ToolSpec, arguments: Mapping[str, Any]) -> dict[str, Any]:
     return spec.example
 
 
+def _too_wide(arguments: Mapping[str, Any]) -> list[dict[str, str]]:
+    """Objects with more keys than any schema could want, found without iterating them."""
+    issues = []
+    output = arguments.get("output")
+    for path, value in (("", arguments), ("output", output)):
+        if isinstance(value, dict) and len(value) > MAX_FIELDS:
+            issues.append(
+                {
+                    "path": path,
+                    "message": f"Object has {len(value)} keys; at most {MAX_FIELDS} are "
+                    "accepted (see correctTemplate for the fields this tool takes)",
+                }
+            )
+    return issues
+
+
 def validate_arguments(tool: str, arguments: Mapping[str, Any]) -> EngineError | None:
     """None when `arguments` satisfy the tool's schema and cross-field rules."""
     spec = _SPECS[tool]
     suggestions: list[dict[str, Any]] = []
-    issues: list[dict[str, str]] = []
+    issues: list[dict[str, str]] = _too_wide(arguments)
+    if issues:
+        return _invalid(spec, arguments, issues, suggestions)
     errors = sorted(
         _VALIDATORS[tool].iter_errors(dict(arguments)),
         key=lambda e: (list(map(str, e.absolute_path)), str(e.validator)),
@@ -206,6 +277,15 @@ def validate_arguments(tool: str, arguments: Mapping[str, Any]) -> EngineError |
         issues = _cross_field(arguments)
     if not issues:
         return None
+    return _invalid(spec, arguments, issues, suggestions)
+
+
+def _invalid(
+    spec: ToolSpec,
+    arguments: Mapping[str, Any],
+    issues: list[dict[str, str]],
+    suggestions: list[dict[str, Any]],
+) -> EngineError:
     details: dict[str, Any] = {
         "validationErrors": issues,
         "suggestion": _suggestion(issues, suggestions),

@@ -8,7 +8,7 @@ import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final, Literal, cast
 
 from returns.result import Failure, Result, Success
 
@@ -107,11 +107,24 @@ class DiscoveredCatalog:
         return _entry(found.unwrap()) if isinstance(found, Success) else None
 
 
+StartupCode = Literal[
+    "CONFIG_INVALID",
+    "STORE_UNAVAILABLE",
+    "KEYRING_CORRUPT",
+    "KEYRING_IO_ERROR",
+    "FENCE_UNAVAILABLE",
+]
+"""Every code start-up can fail with (each in the catalogue, workrail/core/errors.py)."""
+_KEYRING_CODES: Final[frozenset[str]] = frozenset(
+    {"KEYRING_CORRUPT", "KEYRING_IO_ERROR", "STORE_UNAVAILABLE"}
+)
+
+
 @dataclass(frozen=True)
 class StartupError:
     """Why the application cannot start: one line for a person, and a code."""
 
-    code: str
+    code: StartupCode
     message: str
 
     def __str__(self) -> str:
@@ -136,9 +149,8 @@ def build_engine(config: WorkrailConfig, backend: Backend) -> Result[Engine, Sta
     keyring = backend.keyring.load()
     if isinstance(keyring, Failure):
         error = keyring.failure()
-        return Failure(
-            StartupError(error.code, f"Cannot load the token keyring: {error.message}")
-        )
+        code = cast(StartupCode, error.code if error.code in _KEYRING_CODES else "KEYRING_IO_ERROR")
+        return Failure(StartupError(code, f"Cannot load the token keyring: {error.message}"))
     deps = EngineDeps(
         sessions=backend.sessions,
         snapshots=backend.snapshots,
@@ -159,5 +171,7 @@ def open_fence(config: WorkrailConfig) -> Result[FenceService, StartupError]:
         return Success(
             open_fence_service(config.data_dir, config.fence.url, config.fence.limits)
         )
-    except (ValueError, OSError) as exc:
+    except ValueError as exc:
+        return Failure(StartupError("CONFIG_INVALID", f"effect_checkpoint: {exc}"))
+    except OSError as exc:
         return Failure(StartupError("FENCE_UNAVAILABLE", f"effect_checkpoint: {exc}"))

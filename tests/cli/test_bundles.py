@@ -49,7 +49,7 @@ def test_export_to_stdout_puts_the_summary_on_stderr(reference_data: Path) -> No
     assert f"Exported {PROBE} to stdout" in err
 
 
-def test_errors_are_reported_with_code_and_exit_1(
+def test_errors_are_reported_with_code_what_to_do_next_and_exit_status(
     reference_data: Path, data_dir: Path, tmp_path: Path
 ) -> None:
     code, _, err = _run(["export", "sess_aaaaaaaaaaaaaaaaaaaaaaaaaa"], reference_data)
@@ -58,11 +58,14 @@ def test_errors_are_reported_with_code_and_exit_1(
     bad.write_text('{"bundleSchemaVersion": 7}')
     before = tree_fingerprint(data_dir)
     code, out, _ = _run(["import", str(bad), "--json"], data_dir)
-    assert code == 1
+    assert code == 2  # the input was at fault
     error = json.loads(out)["error"]
-    assert error["code"] == "BUNDLE_UNSUPPORTED_VERSION" and error["path"] == "bundleSchemaVersion"
-    code, out, _ = _run(["import", str(tmp_path / "absent.json")], data_dir)
-    assert code == 1 and out.startswith("IMPORT_READ_FAILED")
+    assert error["code"] == "BUNDLE_UNSUPPORTED_VERSION"
+    assert error["details"]["path"] == "bundleSchemaVersion"
+    assert error["retry"] == {"kind": "not_retryable"} and error["details"]["suggestion"]
+    code, _, err = _run(["import", str(tmp_path / "absent.json")], data_dir)
+    assert code == 2 and err.startswith("IMPORT_READ_FAILED")
+    assert "Next: " in err
     assert tree_fingerprint(data_dir) == before
 
 

@@ -35,7 +35,7 @@ def test_locked_session_is_retryable_and_replays_still_work(data_dir: Path) -> N
         assert child.stdout is not None and child.stdout.readline().strip() == "READY"
         locked = err(engine.advance(a["stateToken"], a["ackToken"], notes_markdown="built"))
         assert locked.code == "TOKEN_SESSION_LOCKED"
-        assert locked.retry.to_json() == {"kind": "retryable_after_ms", "afterMs": 1000}
+        assert locked.retry_guidance.to_json() == {"kind": "retryable_after_ms", "afterMs": 1000}
         locked_chk = err(engine.checkpoint(a["checkpointToken"]))
         assert locked_chk.code == "TOKEN_SESSION_LOCKED"
         # reads and replays never take the lock

@@ -15,10 +15,11 @@ from mcp import Client
 from tests.engine.conftest import make_engine
 from tests.engine.helpers import tree_digest
 from tests.mcp.conftest import advance_args, fail, ok
-from workrail.bundle.errors import BUNDLE_CODES, ErrorCode
+from workrail.bundle.errors import ErrorCode
+from workrail.core.errors import CATALOG
 from workrail.engine.api import Engine
 from workrail.mcp import build_server
-from workrail.mcp.bundles import SUGGESTIONS, BundleToolCode
+from workrail.mcp.bundles import BundleToolCode
 
 pytestmark = pytest.mark.anyio
 
@@ -159,7 +160,7 @@ def test_bundle_codes_are_one_closed_set() -> None:
     codes = set(get_args(BundleToolCode))
     assert codes == set(get_args(ErrorCode))
     assert {c.split("_")[0] for c in codes} == {"BUNDLE", "EXPORT", "IMPORT"}
-    assert set(BUNDLE_CODES) <= set(SUGGESTIONS)
+    assert all(CATALOG[code].family == "bundle" for code in codes)
 
 
 async def test_export_by_state_token_names_the_same_session(client: Client, engine: Engine) -> None:

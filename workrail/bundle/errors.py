@@ -1,10 +1,14 @@
 """Bundle error values: a closed set of codes, each with the offending path and a message
-that says what to do. Nothing here is retryable: a bad bundle stays bad."""
+that says what to do. Nothing here is retryable: a bad bundle stays bad, and a store that
+failed needs a person. Each code's suggestion and status live in the product's catalogue
+(workrail/core/errors.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, get_args
+
+from workrail.core.errors import envelope, spec_of
 
 BundleCode = Literal[
     # the reference's closed validation set (60-bundles §4)
@@ -49,6 +53,8 @@ class BundleError:
 
     @property
     def retry(self) -> Literal["no"]:
+        """The bundle layer's spelling (60-bundles §4) of the catalogue's `not_retryable`."""
+        assert not spec_of(self.code).retry.retryable
         return "no"
 
     def to_json(self) -> dict[str, Any]:
@@ -67,3 +73,9 @@ class BundleError:
 def pointer(*parts: str | int) -> str:
     """Join path parts the way error paths and integrity paths are written."""
     return "/".join(str(p) for p in parts)
+
+
+def to_envelope(err: BundleError) -> dict[str, Any]:
+    """The product's envelope for a bundle failure (MCP tools, `--json`):
+    `{code, message, retry, details: {suggestion, path, ...}}`."""
+    return envelope(err.code, err.message, details={**err.details, "path": err.path})

@@ -10,12 +10,12 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from returns.result import Failure
 
 from workrail import __version__
-from workrail.bundle.errors import BundleError
+from workrail.bundle.errors import BundleError, to_envelope
 from workrail.bundle.export import bundle_bytes, export_session, new_bundle_id, utc_now
 from workrail.bundle.import_ import import_validated, read_bundle_file
 from workrail.bundle.validate import validate_bytes
@@ -58,7 +58,7 @@ def run_export(cli: Cli) -> int:
     )
     summary_to = out if args.output else err
     if isinstance(result, Failure):
-        return _report_error(result.failure(), cli.as_json, summary_to)
+        return cli.fail(to_envelope(result.failure()))
     bundle = result.unwrap()
     data = bundle_bytes(bundle)
     if args.output:
@@ -70,7 +70,7 @@ def run_export(cli: Cli) -> int:
                 f"Cannot write {args.output}: {exc.strerror or exc}",
                 args.output,
             )
-            return _report_error(error, cli.as_json, summary_to)
+            return cli.fail(to_envelope(error))
     else:
         out.write(data.decode("utf-8") + "\n")
         out.flush()
@@ -114,13 +114,13 @@ def run_import(cli: Cli, stdin: Any = None) -> int:
     source = (stdin or sys.stdin.buffer) if args.file == "-" else Path(args.file)
     raw = read_bundle_file(source)
     if isinstance(raw, Failure):
-        return _report_error(raw.failure(), cli.as_json, out)
+        return cli.fail(to_envelope(raw.failure()))
     validated = validate_bytes(raw.unwrap())  # before the store is touched at all
     if isinstance(validated, Failure):
-        return _report_error(validated.failure(), cli.as_json, out)
+        return cli.fail(to_envelope(validated.failure()))
     result = import_validated(cli.backend(), validated.unwrap())
     if isinstance(result, Failure):
-        return _report_error(result.failure(), cli.as_json, out)
+        return cli.fail(to_envelope(result.failure()))
     imported = result.unwrap()
     tokens: dict[str, Any] | None = tokens_for_import(cli.engine(), imported)
     if cli.as_json:
@@ -152,15 +152,6 @@ def run_import(cli: Cli, stdin: Any = None) -> int:
     if tokens is not None:
         out.write(json.dumps(tokens, indent=2, ensure_ascii=False) + "\n")
     return 0
-
-
-def _report_error(error: BundleError, as_json: bool, to: TextIO) -> int:
-    if as_json:
-        to.write(json.dumps({"ok": False, "error": error.to_json()}, indent=2) + "\n")
-    else:
-        where = f" at {error.path}" if error.path else ""
-        to.write(f"{error.code}{where}: {error.message}\n")
-    return 1
 
 
 def _write_atomically(path: Path, data: bytes) -> None:

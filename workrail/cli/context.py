@@ -17,26 +17,9 @@ from rich.markup import escape
 
 from workrail.app import build_engine, open_backend
 from workrail.config import ConfigError, Overrides, WorkrailConfig, load_config
+from workrail.core.errors import envelope, retry_of, spec_of, suggestion_of
 from workrail.engine.api import Engine
 from workrail.store.ports import Backend
-
-# Codes that mean "what you passed is wrong" (exit 2) rather than "it could not be done" (1).
-BAD_INPUT_CODES = frozenset(
-    {
-        "VALIDATION_ERROR",
-        "NOT_FOUND",
-        "CONFIG_INVALID",
-        "TOKEN_INVALID_FORMAT",
-        "TOKEN_UNSUPPORTED_VERSION",
-        "TOKEN_BAD_SIGNATURE",
-        "TOKEN_SCOPE_MISMATCH",
-        "TOKEN_UNKNOWN_NODE",
-        "TOKEN_WORKFLOW_HASH_MISMATCH",
-        "CHECKPOINT_RECORD_INVALID",
-        "CHECKPOINT_PLAN_MISMATCH",
-        "CHECKPOINT_CONTEXT_MISMATCH",
-    }
-)
 
 
 class CliExit(Exception):
@@ -45,19 +28,6 @@ class CliExit(Exception):
     def __init__(self, envelope: dict[str, Any]) -> None:
         super().__init__(envelope.get("message", ""))
         self.envelope = envelope
-
-
-def envelope(
-    code: str, message: str, suggestion: str | None = None, *, retryable: bool = False
-) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "code": code,
-        "message": message,
-        "retry": {"kind": "retryable_immediate" if retryable else "not_retryable"},
-    }
-    if suggestion:
-        out["details"] = {"suggestion": suggestion}
-    return out
 
 
 def overrides_of(args: argparse.Namespace) -> Overrides:
@@ -108,7 +78,7 @@ class Cli:
             opened = open_backend(self.config)
             if isinstance(opened, Failure):
                 problem = opened.failure()
-                raise CliExit(envelope(problem.code, problem.message, _startup_hint(problem.code)))
+                raise CliExit(envelope(problem.code, problem.message))
             self._backend = opened.unwrap()
         return self._backend
 
@@ -118,7 +88,7 @@ class Cli:
             built = build_engine(self.config, self.backend())
             if isinstance(built, Failure):
                 problem = built.failure()
-                raise CliExit(envelope(problem.code, problem.message, _startup_hint(problem.code)))
+                raise CliExit(envelope(problem.code, problem.message))
             self._engine = built.unwrap()
         return self._engine
 
@@ -135,24 +105,28 @@ class Cli:
         self.out.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
 
     def fail(self, error: dict[str, Any]) -> int:
-        """The error envelope on stdout (--json) or as readable lines on stderr; the exit
-        code says whether the input was at fault (2) or the operation failed (1)."""
-        code = str(error.get("code", "ERROR"))
+        """The error envelope on stdout (--json) or as readable lines on stderr, ending with
+        what to do next; the exit code says whether the input was at fault (2) or the
+        operation failed (1). Both come from the catalogue (workrail/core/errors.py)."""
+        code = str(error.get("code", "INTERNAL_ERROR"))
         if self.as_json:
             self.print_json({"ok": False, "error": error})
         else:
             console = self.console(stderr=True)
-            console.print(f"[red]{escape(code)}[/]: {escape(str(error.get('message', '')))}")
-            suggestion = (error.get("details") or {}).get("suggestion")
-            if suggestion:
-                console.print(f"  {suggestion}", markup=False)
-        return 2 if code in BAD_INPUT_CODES else 1
+            details = error.get("details")
+            path = details.get("path") if isinstance(details, dict) else None
+            where = f" at {path}" if path else ""
+            console.print(
+                f"[red]{escape(code)}[/]{escape(where)}: {escape(str(error.get('message', '')))}"
+            )
+            retry = retry_of(error)
+            when = ""
+            if retry.kind == "retryable_immediate":
+                when = " (you can run the same command again now)"
+            elif retry.after_seconds is not None:
+                when = f" (you can run the same command again in {retry.after_seconds} s)"
+            console.print(f"  Next: {suggestion_of(error)}{when}", markup=False)
+        return 2 if spec_of(code).input_fault else 1
 
     def input_error(self, message: str, suggestion: str) -> int:
         return self.fail(envelope("VALIDATION_ERROR", message, suggestion))
-
-
-def _startup_hint(code: str) -> str:
-    if code.startswith("KEYRING"):
-        return "Restore keys/keyring.json from a backup, or move it aside to start a new one."
-    return "Check the --store URL / --data-dir and that the store is reachable, then retry."

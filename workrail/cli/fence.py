@@ -14,6 +14,7 @@ from returns.result import Failure
 
 from workrail.app import open_fence
 from workrail.cli.context import Cli
+from workrail.core.errors import envelope
 from workrail.fence.backend import BackendUnavailable
 
 
@@ -40,8 +41,8 @@ def run_fence_command(cli: Cli) -> int:
     args = cli.args
     opened = open_fence(cli.config)
     if isinstance(opened, Failure):
-        print(f"workrail fence: {opened.failure().message}", file=cli.err)
-        return 2
+        problem = opened.failure()
+        return cli.fail(envelope(problem.code, problem.message))
     service = opened.unwrap()
     try:
         if args.fence_command == "pause":
@@ -55,8 +56,14 @@ def run_fence_command(cli: Cli) -> int:
             "global_requests_per_minute": service.limits.global_rpm,
         }
     except BackendUnavailable as exc:
-        print(f"workrail fence: {exc}", file=cli.err)
-        return 3
+        return cli.fail(
+            envelope(
+                "DEPENDENCY_UNAVAILABLE",
+                f"The checkpoint backend cannot be reached: {exc}",
+                "Check that Valkey/Redis at WORKRAIL_FENCE_URL is running, then run the "
+                "command again.",
+            )
+        )
     finally:
         service.close()
     if cli.as_json:

@@ -8,7 +8,8 @@ from typing import Any
 from returns.result import Failure
 from rich.markup import escape
 
-from workrail.cli.context import Cli, envelope
+from workrail.cli.context import Cli
+from workrail.core.errors import envelope
 
 
 def run_rotate(cli: Cli) -> int:

@@ -9,7 +9,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
-from workrail.cli.context import Cli, envelope
+from workrail.cli.context import Cli
+from workrail.core.errors import envelope
 from workrail.engine.sessions_view import (
     UNHEALTHY_BANNER,
     NodeView,

@@ -1,10 +1,22 @@
 """Engine errors: the closed set of wire codes (spec 40 §1), each with a message that says
-what to do next and retry guidance. Converted to the MCP error envelope at the edge."""
+what to do next and retry guidance. Converted to the MCP error envelope at the edge; every
+code here has its entry in the catalogue (workrail/core/errors.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from workrail.core.errors import (
+    LOCK_RETRY_MS,
+    NOT_RETRYABLE,
+    STORE_RETRY_MS,
+    Retry,
+    retry_after_ms,
+    spec_of,
+)
+
+__all__ = ["NOT_RETRYABLE", "EngineError", "ErrorCode", "Retry", "error"]
 
 ErrorCode = Literal[
     "VALIDATION_ERROR",
@@ -28,36 +40,26 @@ ErrorCode = Literal[
     "CHECKPOINT_CONTEXT_MISMATCH",
 ]
 
-LOCK_RETRY_MS = 1000
-
-
-@dataclass(frozen=True)
-class Retry:
-    kind: Literal["not_retryable", "retryable_immediate", "retryable_after_ms"]
-    after_ms: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        if self.after_ms is None:
-            return {"kind": self.kind}
-        return {"kind": self.kind, "afterMs": self.after_ms}
-
-
-NOT_RETRYABLE = Retry("not_retryable")
-
-
 @dataclass(frozen=True)
 class EngineError:
+    """A wire error of the engine's closed set; retry guidance and the suggestion default to
+    the catalogue's (workrail/core/errors.py) unless the failing call knows better."""
+
     code: ErrorCode
     message: str
-    retry: Retry = NOT_RETRYABLE
+    retry: Retry | None = None
     details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def retry_guidance(self) -> Retry:
+        return self.retry if self.retry is not None else spec_of(self.code).retry
 
     def to_envelope(self) -> dict[str, Any]:
         """`{code, message, retry, details?}` as the reference sends it."""
         envelope: dict[str, Any] = {
             "code": self.code,
             "message": self.message,
-            "retry": self.retry.to_json(),
+            "retry": self.retry_guidance.to_json(),
         }
         if self.details:
             envelope["details"] = self.details
@@ -69,12 +71,10 @@ def error(
     message: str,
     suggestion: str | None = None,
     *,
-    retry: Retry = NOT_RETRYABLE,
+    retry: Retry | None = None,
     **extra: Any,
 ) -> EngineError:
-    details: dict[str, Any] = {}
-    if suggestion is not None:
-        details["suggestion"] = suggestion
+    details: dict[str, Any] = {"suggestion": suggestion or spec_of(code).suggestion}
     if extra:
         details["details"] = extra
     return EngineError(code, message, retry, details)
@@ -94,11 +94,8 @@ def locked() -> EngineError:
         "Session is locked; retry in 1–3 seconds; if this persists >10s, ensure no other "
         "WorkRail process is running for this session.",
         "Retry in 1–3 seconds; if this persists >10s, ensure no other WorkRail process is running.",
-        retry=Retry("retryable_after_ms", LOCK_RETRY_MS),
+        retry=retry_after_ms(LOCK_RETRY_MS),
     )
-
-
-STORE_RETRY_MS = 2000
 
 
 def unavailable(detail: str) -> EngineError:
@@ -109,7 +106,7 @@ def unavailable(detail: str) -> EngineError:
         f"The session store is unavailable right now: {detail}",
         "Nothing was recorded. Send the same call again in a few seconds; if this persists, "
         "ask a person to check the database.",
-        retry=Retry("retryable_after_ms", STORE_RETRY_MS),
+        retry=retry_after_ms(STORE_RETRY_MS),
     )
 
 

@@ -1,13 +1,19 @@
 """The closed error set of the checkpoint tool and the envelope every failure crosses with.
 
-Codes, retryability and recovery text are the contract's; the HTTP status is ours. A
-failure never echoes a raw namespace, workflow key, holder or observation key.
+Codes, retryability and recovery text are the contract's; they live, with the HTTP status,
+in the product's one catalogue (workrail/core/errors.py). The envelope is the product's one
+shape (`code`, `message`, `retry`, `details.suggestion`) plus the fields the contract fixes
+(`retryable`, `retry_after_seconds`, `recovery`, `charged`), both read from the same
+catalogue entry. A failure never echoes a raw namespace, workflow key, holder or observation
+key.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
+
+from workrail.core.errors import CATALOG, Retry, retry_after_seconds
 
 ErrorCode = Literal[
     "INVALID_INPUT",
@@ -27,46 +33,22 @@ ErrorCode = Literal[
 
 @dataclass(frozen=True)
 class ErrorSpec:
+    """The contract's view of a catalogue entry (the describe document publishes it)."""
+
     retryable: bool
     recovery: str
     http_status: int
+    retry: Retry
 
 
+def _contract_view(code: ErrorCode) -> ErrorSpec:
+    spec = CATALOG[code]
+    return ErrorSpec(spec.retry.retryable, spec.suggestion, spec.http_status, spec.retry)
+
+
+# In the contract's order: the describe document lists the errors in this order.
 ERROR_CATALOG: Final[dict[ErrorCode, ErrorSpec]] = {
-    "INVALID_INPUT": ErrorSpec(False, "Correct the request to match input_schema.", 400),
-    "CHECKPOINT_NOT_FOUND": ErrorSpec(
-        False,
-        "Claim the known opaque workflow identity before reading or mutating it.",
-        404,
-    ),
-    "CHECKPOINT_NOT_HELD": ErrorSpec(
-        False, "Stand down or recover only after the active claim expires.", 409
-    ),
-    "CHECKPOINT_TERMINAL": ErrorSpec(
-        False,
-        "Read the final state; use a new logical workflow identity for new work.",
-        409,
-    ),
-    "STALE_GENERATION": ErrorSpec(
-        False, "Read current status and replan against the returned generation.", 409
-    ),
-    "INVALID_TRANSITION": ErrorSpec(
-        False, "Follow the published stage transition graph and uncertainty rules.", 409
-    ),
-    "OBSERVATION_CONFLICT": ErrorSpec(
-        False, "Use the observation key only for its original transition body.", 409
-    ),
-    "CONFIGURATION_CONFLICT": ErrorSpec(
-        False, "Reuse the checkpoint's fixed TTL and retry configuration.", 409
-    ),
-    "CHECKPOINT_LIMIT_REACHED": ErrorSpec(
-        False,
-        "Wait for bounded state expiry and review why the workflow exhausted its limits.",
-        409,
-    ),
-    "TOOL_PAUSED": ErrorSpec(True, "Wait for the operator to resume the tool.", 503),
-    "RATE_LIMITED": ErrorSpec(True, "Retry after the response Retry-After interval.", 429),
-    "DEPENDENCY_UNAVAILABLE": ErrorSpec(True, "Retry with the same idempotency identity.", 503),
+    code: _contract_view(code) for code in get_args(ErrorCode)
 }
 ERROR_CODES: Final[tuple[ErrorCode, ...]] = tuple(ERROR_CATALOG)
 
@@ -87,6 +69,14 @@ class FenceError:
     def http_status(self) -> int:
         return ERROR_CATALOG[self.code].http_status
 
+    @property
+    def retry(self) -> Retry:
+        """The product's retry guidance: this failure's own wait, else the catalogue's."""
+        spec = ERROR_CATALOG[self.code]
+        if spec.retryable and self.retry_after_seconds is not None:
+            return retry_after_seconds(self.retry_after_seconds)
+        return spec.retry
+
     def envelope(self) -> dict[str, Any]:
         """The wire form shared by HTTP and MCP: `{"ok": false, "error": {...}}`."""
         spec = ERROR_CATALOG[self.code]
@@ -95,6 +85,8 @@ class FenceError:
             "error": {
                 "code": self.code,
                 "message": self.message,
+                "retry": self.retry.to_json(),
+                "details": {"suggestion": spec.recovery},
                 "retryable": spec.retryable,
                 "retry_after_seconds": self.retry_after_seconds,
                 "recovery": spec.recovery,

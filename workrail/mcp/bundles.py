@@ -11,46 +11,21 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
 from returns.result import Failure, Result, Success
 
 from workrail import __version__
-from workrail.bundle.errors import BundleError, ErrorCode
+from workrail.bundle.errors import BundleError, ErrorCode, to_envelope
 from workrail.bundle.export import bundle_bytes, export_session, new_bundle_id, utc_now
 from workrail.bundle.import_ import import_bundle
+from workrail.core.errors import envelope
 from workrail.engine.api import Engine
 from workrail.engine.errors import EngineError, error
 from workrail.engine.imported import preferred_run, tokens_for_import
 
 # The bundle layer's closed set, one definition for both layers.
 BundleToolCode = ErrorCode
-
-_RESEND: Final = (
-    "Send the `bundle` object unmodified, as export_session returned it, or export again."
-)
-SUGGESTIONS: Final[dict[str, str]] = {
-    "BUNDLE_INVALID_FORMAT": "The bundle is not a well-formed bundle. " + _RESEND,
-    "BUNDLE_UNSUPPORTED_VERSION": "Only bundleSchemaVersion 1 is understood; export the "
-    "session again with a compatible WorkRail.",
-    "BUNDLE_INTEGRITY_FAILED": "The bundle was changed after it was exported. " + _RESEND,
-    "BUNDLE_MISSING_SNAPSHOT": "The bundle is incomplete. " + _RESEND,
-    "BUNDLE_MISSING_PINNED_WORKFLOW": "The bundle is incomplete. " + _RESEND,
-    "BUNDLE_EVENT_ORDER_INVALID": "The bundle's event log is out of order. " + _RESEND,
-    "BUNDLE_MANIFEST_ORDER_INVALID": "The bundle's manifest is out of order. " + _RESEND,
-    "BUNDLE_TOO_LARGE": "Bundles over the limit are refused; move the session with "
-    "`workrail export` / `workrail import` only if it is genuinely this large.",
-    "EXPORT_SESSION_STORE_ERROR": "Check the sessionId (`workrail sessions` lists them); a "
-    "session damaged at its head cannot be exported.",
-    "EXPORT_BUILD_FAILED": "This session cannot form a bundle; `workrail sessions show "
-    "SESSION` shows its state.",
-    "IMPORT_READ_FAILED": "Send the bundle inline as the `bundle` argument.",
-}
-_STORE_SUGGESTION: Final = (
-    "The data directory could not be read or written; a person should check it (disk "
-    "space, permissions) before retrying."
-)
-
 
 @dataclass(frozen=True)
 class BundleToolError:
@@ -62,20 +37,10 @@ class BundleToolError:
 
     @staticmethod
     def of(err: BundleError) -> BundleToolError:
-        details = {
-            **err.details,
-            "path": err.path,
-            "suggestion": SUGGESTIONS.get(err.code, _STORE_SUGGESTION),
-        }
-        return BundleToolError(err.code, err.message, details)
+        return BundleToolError(err.code, err.message, to_envelope(err)["details"])
 
     def to_envelope(self) -> dict[str, Any]:
-        return {
-            "code": self.code,
-            "message": self.message,
-            "retry": {"kind": "not_retryable"},
-            "details": self.details,
-        }
+        return envelope(self.code, self.message, details=self.details)
 
 
 BundleResponse = Result[dict[str, Any], BundleToolError | EngineError]

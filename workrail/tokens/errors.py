@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from workrail.core.errors import CATALOG, NOT_RETRYABLE
 from workrail.tokens.models import TokenKind
 
 TokenErrorCode = Literal[
@@ -20,21 +21,14 @@ TokenErrorCode = Literal[
 ]
 """The subset of the closed `TOKEN_*` set this package can decide without reading the log."""
 
-SUGGEST_EXACT: Final = (
-    "Use the exact tokens returned by WorkRail. Tokens are opaque; do not edit or construct them."
-)
+SUGGEST_EXACT: Final = CATALOG["TOKEN_INVALID_FORMAT"].suggestion
 SUGGEST_COPY: Final = (
     "Copy the entire token string exactly as returned. "
     "Use triple-click to select the complete line."
 )
-SUGGEST_SIGNATURE: Final = (
-    "Token signature verification failed. Use the exact tokens returned by WorkRail."
-)
-SUGGEST_VERSION: Final = "Update WorkRail to a version that supports this token format."
-SUGGEST_SCOPE: Final = (
-    "Tokens must come from the same WorkRail response. "
-    "Do not mix tokens from different runs or nodes."
-)
+SUGGEST_SIGNATURE: Final = CATALOG["TOKEN_BAD_SIGNATURE"].suggestion
+SUGGEST_VERSION: Final = CATALOG["TOKEN_UNSUPPORTED_VERSION"].suggestion
+SUGGEST_SCOPE: Final = CATALOG["TOKEN_SCOPE_MISMATCH"].suggestion
 SUGGEST_FOREIGN: Final = (
     "Tokens are not portable between WorkRail implementations. "
     "Use a token returned by this server, or start a new run with start_workflow."
@@ -61,7 +55,7 @@ class TokenError:
         return {
             "code": self.code,
             "message": self.message,
-            "retry": {"kind": self.retry},
+            "retry": NOT_RETRYABLE.to_json(),
             "details": {"suggestion": self.suggestion},
         }
 

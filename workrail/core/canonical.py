@@ -12,6 +12,7 @@ import json
 import re
 from typing import Any, Final
 
+import orjson
 import rfc8785
 
 JsonValue = Any  # a JSON value: None, bool, int, float, str, list, dict[str, ...]
@@ -30,11 +31,67 @@ def canonical_bytes(value: JsonValue) -> bytes:
     Integers outside ±(2^53 − 1), NaN/Infinity, lone surrogates, non-string keys and
     non-JSON types raise `CanonicalJsonError` with a message naming the problem.
 
-    Values without floats and without keys beyond the BMP (nearly all durable records)
-    take a fast path through the standard `json` module, whose output is byte-identical
-    to JCS for them (same escapes; code-point key order equals UTF-16 order in the BMP);
-    everything else goes through `rfc8785`. A property test pins the equivalence.
+    Values built only of exact dict/list/str/int/bool/None, without floats and without
+    keys beyond the BMP (nearly all durable records) are written by `orjson`, whose output
+    is byte-identical to JCS for them (same escapes; its key order, by code point, equals
+    UTF-16 order in the BMP). Everything else — and anything orjson refuses — takes the
+    checked path (the `json` module, or `rfc8785` for floats and astral keys), which also
+    names what is wrong. Property tests pin both paths to `rfc8785`.
     """
+    if _orjson_exact(value):
+        try:
+            return orjson.dumps(value, option=_ORJSON_OPTIONS)
+        except orjson.JSONEncodeError:
+            pass  # a lone surrogate, an integer beyond ±(2^53 − 1), deep nesting
+    return _checked_bytes(value)
+
+
+_ORJSON_OPTIONS: Final = orjson.OPT_SORT_KEYS | orjson.OPT_STRICT_INTEGER
+_LEAF_TYPES: Final = frozenset({str, int, bool, type(None)})
+
+
+def _orjson_exact(value: JsonValue) -> bool:
+    """True when `value` holds only the exact types whose orjson bytes are JCS bytes.
+
+    A type check only, at C speed where it can be (a list of strings is one `join`):
+    integer range and string validity are left to orjson, which refuses what JCS refuses.
+    """
+    stack = [value]
+    pop, push = stack.pop, stack.append
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind is dict:
+            try:
+                keys = "".join(item)
+            except TypeError:
+                return False  # a key that is not a string
+            if not keys.isascii() and max(keys) > "\uffff":
+                return False  # UTF-16 order differs from code-point order beyond the BMP
+            children: Any = item.values()
+        elif kind is list:
+            if item and type(item[0]) is str:
+                try:
+                    "".join(item)
+                    continue
+                except TypeError:
+                    pass
+            children = item
+        elif kind in _LEAF_TYPES:
+            continue
+        else:
+            return False
+        for child in children:
+            child_kind = type(child)
+            if child_kind is dict or child_kind is list:
+                push(child)
+            elif child_kind not in _LEAF_TYPES:
+                return False
+    return True
+
+
+def _checked_bytes(value: JsonValue) -> bytes:
+    """The general path: reject non-JSON with a reason, then `json` or `rfc8785`."""
     if _is_plain(value):
         try:
             return json.dumps(
@@ -42,6 +99,8 @@ def canonical_bytes(value: JsonValue) -> bytes:
             ).encode("utf-8")
         except UnicodeEncodeError as exc:
             raise CanonicalJsonError(f"lone surrogate in a string: {exc}") from exc
+        except RecursionError as exc:
+            raise CanonicalJsonError("value is nested too deeply") from exc
     try:
         return rfc8785.dumps(value)
     except rfc8785.IntegerDomainError as exc:

@@ -7,9 +7,8 @@ reference's read-time invariants so a malformed snapshot is rejected on load.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Sequence
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -24,43 +23,25 @@ from returns.result import Failure, Result, Success
 
 from workrail.core.blockers import BlockerReport
 from workrail.core.canonical import canonical_bytes, canonical_digest
+from workrail.core.completed import (
+    KEY_PATTERN,
+    CompletedKeys,
+    collation_key,
+    is_collated,
+    sort_completed,
+)
+
+__all__ = [
+    "CompletedKeys",
+    "collation_key",
+    "is_collated",
+    "sort_completed",
+]
 
 _SAFE_ID = r"^[a-z0-9_-]+$"
 SafeId = Annotated[str, Field(pattern=_SAFE_ID)]
-SafeKey = Annotated[str, Field(pattern=r"^[a-z0-9_@/:-]+$")]
+SafeKey = Annotated[str, Field(pattern=KEY_PATTERN)]
 NonNegInt = Annotated[int, Field(ge=0)]
-
-# Rank order of the reference's ICU collation for the key alphabet (50-workflows §5).
-_RANK_ALPHABET: Final = "_-:@/0123456789abcdefghijklmnopqrstuvwxyz"
-_RANK: Final = {ch: i for i, ch in enumerate(_RANK_ALPHABET)}
-
-
-@functools.lru_cache(maxsize=65536)
-def collation_key(text: str) -> tuple[int, ...]:
-    """Sort key for StepInstanceKeys; a proper prefix sorts first (tuple comparison).
-
-    Characters outside the key alphabet cannot occur in valid keys; they sort after it by
-    code point so the order stays total. Cached: every advance re-sorts the same keys.
-    """
-    return tuple(_RANK.get(ch, len(_RANK_ALPHABET) + ord(ch)) for ch in text)
-
-
-def is_collated(values: Sequence[str]) -> bool:
-    """True when `values` are unique and in collation order (one linear pass)."""
-    keys = [collation_key(v) for v in values]
-    return all(a < b for a, b in zip(keys, keys[1:], strict=False))
-
-
-def sort_completed(values: Iterable[str]) -> list[str]:
-    """Unique keys in the reference's collation order, as `completed.values` must be.
-
-    Snapshots are rebuilt from already-collated sets on every advance, so the sorted case
-    is checked first in linear time.
-    """
-    items = list(values)
-    if is_collated(items):
-        return items
-    return sorted(set(items), key=collation_key)
 
 
 class _Wire(BaseModel):
@@ -119,6 +100,30 @@ class CompletedSet(_Wire):
         if not is_collated(values):
             raise ValueError("completed.values must be unique and sorted by key collation")
         return values
+
+    @classmethod
+    def of(cls, keys: CompletedKeys) -> CompletedSet:
+        """The wire form of keys that are valid and collated by construction: built
+        without re-validating every key, which is O(n) per advance in a long session."""
+        made = cls.model_construct(kind="set", values=keys.ordered)
+        object.__setattr__(made, _KEYS_ATTR, keys)
+        return made
+
+    def keys(self) -> CompletedKeys:
+        """The values as a CompletedKeys (they were validated when this model was).
+
+        The same object every time, remembered beside the fields (outside the model's
+        fields, so it never reaches the wire nor equality): the next advance from this
+        snapshot then continues the interpreter's scan where the last one stopped.
+        """
+        keys = self.__dict__.get(_KEYS_ATTR)
+        if not isinstance(keys, CompletedKeys):
+            keys = CompletedKeys.from_collated(self.values)
+            object.__setattr__(self, _KEYS_ATTR, keys)
+        return keys
+
+
+_KEYS_ATTR = "_completed_keys"
 
 
 class ContractReason(_Wire):
@@ -196,7 +201,7 @@ class _Progress(_Wire):
             path = [(f.loop_id, f.iteration) for f in self.pending.step.loop_path]
             if path != [(f.loop_id, f.iteration) for f in self.loop_stack]:
                 raise ValueError("pending loopPath must equal the loopStack frames in order")
-            if self.pending.step.key in self.completed.values:
+            if self.pending.step.key in self.completed.keys():
                 raise ValueError("the pending step instance is already completed")
         return self
 
@@ -257,11 +262,18 @@ def running_snapshot(
     """A `running` snapshot with `completed` collated the way the reference requires."""
     return snapshot_of(
         RunningState(
-            completed=CompletedSet(values=sort_completed(completed)),
+            completed=completed_set(completed),
             loop_stack=list(loop_stack),
             pending=PendingNone() if pending is None else PendingSome(step=pending),
         )
     )
+
+
+def completed_set(completed: Iterable[str]) -> CompletedSet:
+    """`completed` in wire form; a CompletedKeys is taken as it is (already valid)."""
+    if isinstance(completed, CompletedKeys):
+        return CompletedSet.of(completed)
+    return CompletedSet(values=sort_completed(completed))
 
 
 def complete_snapshot() -> ExecutionSnapshot:

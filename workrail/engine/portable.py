@@ -20,6 +20,7 @@ from workrail.core.canonical import CanonicalJsonError, canonical_bytes, canonic
 from workrail.core.events import ArtifactRefPayload, NodeOutputAppended
 from workrail.core.snapshot import (
     BlockedState,
+    CompletedKeys,
     CompleteState,
     LoopFrame,
     RunningState,
@@ -224,7 +225,7 @@ def resume_record(
     if isinstance(compiled, Failure):
         return Failure(compiled.failure())
     state = InterpreterState(
-        completed=frozenset(record.completed),
+        completed=CompletedKeys(record.completed),
         loop_stack=tuple(
             LoopFrame(loop_id=f.loopId, iteration=f.iteration, body_index=f.bodyIndex)
             for f in record.loopStack

@@ -26,7 +26,6 @@ from workrail.core.snapshot import (
     RetryableBlock,
     StepInstance,
     snapshot_of,
-    sort_completed,
 )
 from workrail.workflow.compiler import CompiledWorkflow
 from workrail.workflow.errors import WorkflowError
@@ -157,7 +156,7 @@ def _blocked(
         kind="missing_required_output" if missing else "invalid_required_output", contract_ref=ref
     )
     blocked = BlockedState(
-        completed=CompletedSet(values=sort_completed(state.completed)),
+        completed=CompletedSet.of(state.completed),
         loop_stack=list(state.loop_stack),
         pending=PendingSome(step=pending),
         blocked=RetryableBlock(

@@ -52,6 +52,10 @@ class CompiledWorkflow:
     top_level_by_id: Mapping[str, Step]
     loops: Mapping[str, CompiledLoop]
     loop_body_ids: frozenset[str]
+    # Top-level steps the selector may choose (loop bodies run only inside their loop),
+    # in definition order, and their ids (one tuple, so a scan position can be remembered).
+    selectable: tuple[Step, ...] = ()
+    selectable_ids: tuple[str, ...] = ()
 
     @property
     def workflow_hash(self) -> str:
@@ -116,6 +120,7 @@ def compile_pinned(pinned: PinnedWorkflow) -> Result[CompiledWorkflow, WorkflowE
         body_ids.update(s.id for s in body)
         source, origin = _condition_source(step, body)
         loops[step.id] = CompiledLoop(step, body, source, origin)
+    selectable = tuple(s for s in definition.steps if s.id not in body_ids)
     return Success(
         CompiledWorkflow(
             pinned=pinned,
@@ -124,6 +129,8 @@ def compile_pinned(pinned: PinnedWorkflow) -> Result[CompiledWorkflow, WorkflowE
             top_level_by_id=MappingProxyType(top),
             loops=MappingProxyType(loops),
             loop_body_ids=frozenset(body_ids),
+            selectable=selectable,
+            selectable_ids=tuple(s.id for s in selectable),
         )
     )
 

@@ -15,6 +15,7 @@ from returns.result import Failure, Result, Success
 
 from workrail.core.snapshot import (
     BlockedState,
+    CompletedKeys,
     CompleteState,
     ExecutionSnapshot,
     InitState,
@@ -46,13 +47,24 @@ DEFAULT_ITEM_VAR: Final = "currentItem"
 DEFAULT_INDEX_VAR: Final = "currentIndex"
 
 
+_NO_KEYS: Final = CompletedKeys()
+
+
 @dataclass(frozen=True, slots=True)
 class InterpreterState:
-    """`completed` keys, the loop stack and the pending step instance (if any)."""
+    """`completed` keys, the loop stack and the pending step instance (if any).
 
-    completed: frozenset[str] = frozenset()
+    `completed` may be given as any set of keys; it is held as a CompletedKeys, so every
+    advance adds to it in O(log n) and its snapshot is built without re-sorting.
+    """
+
+    completed: CompletedKeys = _NO_KEYS
     loop_stack: tuple[LoopFrame, ...] = ()
     pending: StepInstance | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.completed, CompletedKeys):
+            object.__setattr__(self, "completed", CompletedKeys(self.completed))
 
     def to_snapshot(self) -> ExecutionSnapshot:
         return running_snapshot(self.completed, self.loop_stack, self.pending)
@@ -86,7 +98,7 @@ def state_from_snapshot(snapshot: ExecutionSnapshot) -> Result[InterpreterState,
                 )
             return Success(
                 InterpreterState(
-                    completed=frozenset(state.completed.values),
+                    completed=state.completed.keys(),
                     loop_stack=tuple(state.loop_stack),
                     pending=state.pending_step,
                 )
@@ -103,7 +115,7 @@ def complete_pending(state: InterpreterState) -> Result[InterpreterState, Workfl
         return Failure(WorkflowError("NO_PENDING_STEP", "no step is pending at this node"))
     return Success(
         InterpreterState(
-            completed=state.completed | {state.pending.key},
+            completed=state.completed.with_key(state.pending.key),
             loop_stack=state.loop_stack,
             pending=None,
         )
@@ -172,21 +184,27 @@ class _Selector:
         self._context = context
         self._artifacts = artifacts
         self._trace: list[DecisionTraceEntry] = []
+        self._completed: CompletedKeys = _NO_KEYS
 
     def run(self, state: InterpreterState) -> Result[Selection, WorkflowError]:
-        completed = set(state.completed)
+        self._completed = state.completed
         stack = list(state.loop_stack)
+        steps, ids = self._wf.selectable, self._wf.selectable_ids
         for _ in range(MAX_SELECTION_ROUNDS):
             if stack:
-                chosen = self._drive_top(completed, stack)
+                chosen = self._drive_top(stack)
                 if isinstance(chosen, WorkflowError):
                     return Failure(chosen)
                 if chosen is not None:
-                    return Success(self._done(completed, stack, chosen))
+                    return Success(self._done(stack, chosen))
                 continue
             pushed = False
-            for step in self._wf.steps:
-                if step.id in self._wf.loop_body_ids or step.id in completed:
+            completed = self._completed
+            # Steps before the first one not completed cannot be chosen: skip them without
+            # looking (remembered across advances, so a long run does not rescan its past).
+            for i in range(completed.first_missing(ids), len(steps)):
+                step = steps[i]
+                if step.id in completed:
                     continue
                 if not evaluate_condition(step.run_condition, self._context):
                     continue
@@ -194,16 +212,14 @@ class _Selector:
                     stack.append(LoopFrame(loop_id=step.id, iteration=0, body_index=0))
                     pushed = True
                     break
-                return Success(self._done(completed, stack, StepInstance(step_id=step.id)))
+                return Success(self._done(stack, StepInstance(step_id=step.id)))
             if not pushed:
-                return Success(
-                    Selection(InterpreterState(frozenset(completed)), tuple(self._trace))
-                )
+                return Success(Selection(InterpreterState(completed), tuple(self._trace)))
         return Failure(
             WorkflowError("SELECTION_DID_NOT_SETTLE", "step selection did not settle; check loops")
         )
 
-    def _done(self, completed: set[str], stack: list[LoopFrame], chosen: StepInstance) -> Selection:
+    def _done(self, stack: list[LoopFrame], chosen: StepInstance) -> Selection:
         self._trace.append(
             DecisionTraceEntry(
                 kind="selected_next_step",
@@ -212,12 +228,10 @@ class _Selector:
             )
         )
         return Selection(
-            InterpreterState(frozenset(completed), tuple(stack), chosen), tuple(self._trace)
+            InterpreterState(self._completed, tuple(stack), chosen), tuple(self._trace)
         )
 
-    def _drive_top(
-        self, completed: set[str], stack: list[LoopFrame]
-    ) -> StepInstance | None | WorkflowError:
+    def _drive_top(self, stack: list[LoopFrame]) -> StepInstance | None | WorkflowError:
         frame = stack[-1]
         loop = self._wf.loops.get(frame.loop_id)
         if loop is None:
@@ -240,7 +254,7 @@ class _Selector:
         if isinstance(enter, WorkflowError):
             return enter
         if not enter:
-            self._exit(loop, completed, stack, iteration)
+            self._exit(loop, stack, iteration)
             return None
         if iteration == 0:
             self._entered(loop, 0)
@@ -248,6 +262,7 @@ class _Selector:
         while True:
             path = [*outer, LoopPathFrame(loop_id=loop.id, iteration=iteration)]
             scoped = projected_context(loop, iteration, self._context)
+            completed = self._completed
             for j in range(start_index, n):
                 body_step = loop.body[j]
                 if step_instance_key(body_step.id, path) in completed:
@@ -258,13 +273,13 @@ class _Selector:
                 return StepInstance(step_id=body_step.id, loop_path=path)
             following = iteration + 1
             if following >= limit:
-                self._exit(loop, completed, stack, following)
+                self._exit(loop, stack, following)
                 return None
             enter = self._should_enter(loop, following)
             if isinstance(enter, WorkflowError):
                 return enter
             if not enter:
-                self._exit(loop, completed, stack, following)
+                self._exit(loop, stack, following)
                 return None
             iteration, start_index = following, 0
             stack[-1] = LoopFrame(loop_id=loop.id, iteration=iteration, body_index=0)
@@ -279,11 +294,9 @@ class _Selector:
             )
         )
 
-    def _exit(
-        self, loop: CompiledLoop, completed: set[str], stack: list[LoopFrame], ran: int
-    ) -> None:
+    def _exit(self, loop: CompiledLoop, stack: list[LoopFrame], ran: int) -> None:
         stack.pop()
-        completed.add(loop.id)
+        self._completed = self._completed.with_key(loop.id)
         self._trace.append(
             DecisionTraceEntry(
                 kind="exited_loop",

@@ -37,10 +37,29 @@ def _reject_bool(value: object) -> object:
 SchemaV1 = Annotated[Literal[1], BeforeValidator(_reject_bool)]
 
 
+_FIELD_SETS: dict[frozenset[str], set[str]] = {}
+_LAST_FIELD_SET: dict[type, set[str]] = {}
+_NO_EXTRA: dict[str, Any] = {}
+
+
 class Lenient(BaseModel):
     """A durable record: unknown keys are kept (and written back) but never produced by us."""
 
     model_config = ConfigDict(extra="allow", frozen=True)
+
+    def model_post_init(self, context: Any, /) -> None:
+        """Share the bookkeeping pydantic keeps per instance (which fields were set; the
+        empty dict of unknown keys) between equal instances: it was over half the memory
+        of a cached session. Safe because these models are frozen: nothing changes either
+        in place (copies copy them first)."""
+        fields = self.__pydantic_fields_set__
+        shared = _LAST_FIELD_SET.get(type(self))
+        if shared is None or shared != fields:
+            shared = _FIELD_SETS.setdefault(frozenset(fields), fields)
+            _LAST_FIELD_SET[type(self)] = shared
+        object.__setattr__(self, "__pydantic_fields_set__", shared)
+        if not self.__pydantic_extra__:
+            object.__setattr__(self, "__pydantic_extra__", _NO_EXTRA)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object as it goes on disk or on the wire."""

@@ -12,7 +12,7 @@ from returns.result import Failure, Result, Success
 
 from workrail.core.events import NodeCreated
 from workrail.core.session_index import RunInfo
-from workrail.core.snapshot import ExecutionSnapshot, parse_snapshot
+from workrail.core.snapshot import BlockedState, ExecutionSnapshot, RunningState, parse_snapshot
 from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError, error
 from workrail.store.ports import SessionLog
@@ -84,25 +84,62 @@ def resolve_state(
     return Success(NodeFacts(node, run))
 
 
-_PARSED_MAX = 4096
-_parsed: OrderedDict[str, ExecutionSnapshot] = OrderedDict()
-_parsed_mutex = threading.Lock()
+class _ParsedSnapshots:
+    """Parsed snapshots by content ref (an entry can never go stale), so the response to
+    an advance, and the next advance from it, neither read nor re-validate it again.
+
+    Bounded by entries and by the completed keys they hold together: a snapshot at step
+    n holds n keys, so a count bound alone let one long session keep O(n²) keys alive.
+    Only the newest snapshots are wanted (each session advances from its tip).
+    """
+
+    MAX_ENTRIES = 4096
+    MAX_KEYS = 200_000
+
+    def __init__(self) -> None:
+        self._items: OrderedDict[str, tuple[ExecutionSnapshot, int]] = OrderedDict()
+        self._keys = 0
+        self._mutex = threading.Lock()
+
+    def get(self, ref: str) -> ExecutionSnapshot | None:
+        with self._mutex:
+            item = self._items.get(ref)
+            if item is None:
+                return None
+            self._items.move_to_end(ref)
+            return item[0]
+
+    def put(self, ref: str, snapshot: ExecutionSnapshot) -> None:
+        weight = 1 + _completed_count(snapshot)
+        with self._mutex:
+            old = self._items.pop(ref, None)
+            if old is not None:
+                self._keys -= old[1]
+            self._items[ref] = (snapshot, weight)
+            self._keys += weight
+            while len(self._items) > 1 and (
+                len(self._items) > self.MAX_ENTRIES or self._keys > self.MAX_KEYS
+            ):
+                _, (_, dropped) = self._items.popitem(last=False)
+                self._keys -= dropped
+
+
+def _completed_count(snapshot: ExecutionSnapshot) -> int:
+    state = snapshot.state
+    return len(state.completed.values) if isinstance(state, RunningState | BlockedState) else 0
+
+
+_parsed = _ParsedSnapshots()
 
 
 def remember_snapshot(ref: str, snapshot: ExecutionSnapshot) -> None:
-    """Keep a parsed snapshot by its content ref (it can never go stale), so the response
-    to an advance, and the next advance from it, do not parse and re-validate it again."""
-    with _parsed_mutex:
-        _parsed[ref] = snapshot
-        _parsed.move_to_end(ref)
-        while len(_parsed) > _PARSED_MAX:
-            _parsed.popitem(last=False)
+    """Keep a parsed snapshot by its content ref for the next reads of it."""
+    _parsed.put(ref, snapshot)
 
 
 def load_snapshot(deps: EngineDeps, ref: str) -> ExecutionSnapshot | None | EngineError:
     """The node's execution snapshot; None when absent; an error when unreadable."""
-    with _parsed_mutex:
-        known = _parsed.get(ref)
+    known = _parsed.get(ref)
     if known is not None:
         return known
     got = deps.snapshots.get(ref)

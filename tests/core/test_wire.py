@@ -1,0 +1,74 @@
+"""Durable models share pydantic's per-instance bookkeeping without changing behaviour."""
+
+from __future__ import annotations
+
+import json
+import tracemalloc
+from typing import Any
+
+from tests.core.test_events import raw_event
+from workrail.core.canonical import jsonl_line
+from workrail.core.events import parse_event
+
+
+def _artifact(content: Any = None, *, present: bool) -> dict[str, Any]:
+    raw = raw_event("node_output_appended")
+    raw["data"]["outputChannel"] = "artifact"
+    raw["data"]["payload"] = {
+        "payloadKind": "artifact_ref",
+        "sha256": "sha256:" + "ab" * 32,
+        "contentType": "application/json",
+        "byteLength": 4,
+    }
+    if present:
+        raw["data"]["payload"]["content"] = content
+    return raw
+
+
+def test_equal_shapes_share_one_fields_set() -> None:
+    first = parse_event(raw_event("node_created"))
+    second = parse_event(raw_event("node_created", eventIndex=9))
+    assert first.__pydantic_fields_set__ is second.__pydantic_fields_set__
+    assert first.data.__pydantic_extra__ is second.data.__pydantic_extra__
+
+
+def test_which_fields_were_set_still_decides_what_is_written() -> None:
+    """`content: null` and no `content` differ only by the fields set: both survive."""
+    absent = parse_event(_artifact(present=False))
+    null = parse_event(_artifact(None, present=True))
+    again = parse_event(_artifact(present=False))
+    for event, raw in ((absent, _artifact(present=False)), (null, _artifact(None, present=True))):
+        assert json.loads(jsonl_line(event.to_json())) == raw
+    assert json.loads(jsonl_line(again.to_json())) == _artifact(present=False)
+
+
+def test_unknown_keys_stay_per_event() -> None:
+    plain = parse_event(raw_event("node_created"))
+    extra = raw_event("node_created")
+    extra["data"]["futureField"] = 1
+    with_extra = parse_event(extra)
+    assert with_extra.data.__pydantic_extra__ == {"futureField": 1}
+    assert plain.data.__pydantic_extra__ == {}
+    assert json.loads(jsonl_line(with_extra.to_json()))["data"]["futureField"] == 1
+
+
+def test_copies_with_updates_do_not_touch_the_shared_sets() -> None:
+    event = parse_event(raw_event("node_created"))
+    other = parse_event(raw_event("node_created"))
+    before = set(other.__pydantic_fields_set__)
+    copied = event.model_copy(update={"eventIndex": 7})
+    assert copied.eventIndex == 7 and event.eventIndex == 3
+    assert other.__pydantic_fields_set__ == before
+
+
+def test_a_cached_event_costs_under_a_kilobyte_and_a_half() -> None:
+    raws = [raw_event("node_created", eventIndex=i, eventId=f"evt_{i:026d}") for i in range(500)]
+    tracemalloc.start()
+    try:
+        start = tracemalloc.get_traced_memory()[0]
+        events = [parse_event(raw) for raw in raws]
+        used = tracemalloc.get_traced_memory()[0] - start
+    finally:
+        tracemalloc.stop()
+    assert len(events) == 500
+    assert used / 500 < 1536, f"{used / 500:.0f} bytes per event"

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from returns.result import Success
 
 from workrail.core.events import DomainEvent, parse_event
@@ -425,3 +427,42 @@ def test_preferred_tip_matches_reference_transcripts(name: str, label: str) -> N
     for event in _reference_events(session_id)[:count]:
         index.apply(event)
     assert index.preferred_tip(run) == _transcript_tips(name)[label]
+
+
+# --- best tip: the shared ancestry walk equals the definition ------------------------------
+
+
+def _naive_best_tip(index: SessionIndex, tips: list[str]) -> str | None:
+    """Spec 70 §2 spelled out: each tip scored over its own full ancestry."""
+    best: tuple[int, int, tuple[int, ...]] | None = None
+    best_id = None
+    for tip in tips:
+        score = max(index.last_activity[n] for n in index.ancestors(tip))
+        key = (score, index.nodes[tip].eventIndex, tuple(-ord(c) for c in tip) + (1,))
+        if best is None or key > best:
+            best, best_id = key, tip
+    return best_id
+
+
+@settings(max_examples=200)
+@given(st.lists(st.tuples(st.integers(0, 1_000), st.booleans()), min_size=1, max_size=40))
+def test_best_tip_matches_the_per_tip_definition(moves: list[tuple[int, bool]]) -> None:
+    """Random forks and activity on old nodes: the answer never depends on how the
+    ancestry is walked, for the run's tips and for the tips below any node."""
+    log = Log()
+    log.run()
+    log.node("node_0", None)
+    names = ["node_0"]
+    for pick, activity in moves:
+        parent = names[pick % len(names)]
+        if activity:
+            log.activity(parent)
+        else:
+            name = f"node_{len(names)}"
+            log.child(parent, name)
+            names.append(name)
+    index = log.index()
+    assert index.preferred_tip(RUN) == _naive_best_tip(index, index.tips(RUN))
+    for name in names:
+        below = index.descendant_tips(name)
+        assert index.best_tip(below) == _naive_best_tip(index, below)

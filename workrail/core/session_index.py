@@ -216,12 +216,31 @@ class SessionIndex:
         ties go to the later-created tip, then to the lexically smaller id."""
         best: tuple[int, int, tuple[int, ...]] | None = None
         best_id: str | None = None
+        reach: dict[str, int] = {}  # node → highest activity over it and its ancestors
         for tip in tips:
-            score = max(self.last_activity[n] for n in self.ancestors(tip))
+            score = self._reach(tip, reach)
             key = (score, self.nodes[tip].eventIndex, _invert(tip))
             if best is None or key > best:
                 best, best_id = key, tip
         return best_id
+
+    def _reach(self, node_id: str, reach: dict[str, int]) -> int:
+        """The highest last activity over `node_id` and its ancestors, sharing `reach`
+        between calls: tips of one run share most of their ancestry, which is then walked
+        once instead of once per tip."""
+        chain: list[str] = []
+        current: str | None = node_id
+        while current is not None and current not in reach:
+            if len(chain) > len(self.nodes):
+                raise ProjectionError("PROJECTION_INVARIANT_VIOLATION", "cycle in parent chain")
+            chain.append(current)
+            node = self.nodes.get(current)
+            current = None if node is None else node.data.parentNodeId
+        highest = -1 if current is None else reach[current]
+        for name in reversed(chain):
+            highest = max(highest, self.last_activity[name])
+            reach[name] = highest
+        return reach[node_id]
 
     def context_before(self, run_id: str, event_index: int) -> dict[str, Any]:
         """The run context as it stood just before `event_index` (for replays)."""

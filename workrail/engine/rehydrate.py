@@ -112,10 +112,15 @@ def recovery_context(index: SessionIndex, node_id: str, budget: int) -> Recovery
         tip = index.best_tip(index.descendant_tips(node_id)) if children else None
         downstream: list[str] = []
         if tip is not None and tip != node_id:
-            below = list(index.walk_up(tip))
             # Nodes after this one, towards the tip: their own recaps (this node's recap
             # is its own work, which the reference leaves out of the downstream section).
-            path = list(reversed(below[: below.index(node_id)]))
+            # The walk stops at this node: what lies above it is not downstream.
+            path: list[str] = []
+            for current in index.walk_up(tip):
+                if current == node_id:
+                    break
+                path.append(current)
+            path.reverse()
             downstream = _take(_recaps_down(index, path), budget // 2)
         ancestry = _take(_recaps_up(index, node_id), budget - _size(downstream))
         ancestry.reverse()  # oldest first, as the prompt reads

@@ -21,29 +21,31 @@ ATTEMPT_NEXT_PREFIX: Final = "wr_attempt_next_v1:"
 
 
 _ALPHABET: Final = "abcdefghijklmnopqrstuvwxyz234567"
-_VALUE: Final = {c: i for i, c in enumerate(_ALPHABET)}
+# Two characters per 10 bits: half the lookups of one character per 5 bits.
+_PAIRS: Final = tuple(a + b for a in _ALPHABET for b in _ALPHABET)
+# Our alphabet → the digits `int(…, 32)` reads, so decoding is one C-level call.
+_TO_INT_DIGITS: Final = str.maketrans(_ALPHABET, "0123456789abcdefghijklmnopqrstuv")
+_BODY_RE: Final = re.compile(_B32_BODY)
 
 
 def b32_encode16(raw: bytes) -> str:
     """Lowercase RFC 4648 base32 of exactly 16 bytes, no padding (26 characters).
 
     16 bytes are 128 bits; 26 characters hold 130, so the value is shifted left by the two
-    zero pad bits and read five bits at a time (faster than `base64`, which pads to 40
-    bytes first; every id and token goes through here).
+    zero pad bits and read ten bits (two characters) at a time (faster than `base64`,
+    which pads to 40 bytes first; every id and token goes through here).
     """
     if len(raw) != 16:
         raise ValueError("ids carry exactly 16 bytes")
     n = int.from_bytes(raw, "big") << 2
-    return "".join(_ALPHABET[(n >> shift) & 31] for shift in range(125, -1, -5))
+    return "".join([_PAIRS[(n >> shift) & 1023] for shift in range(120, -1, -10)])
 
 
 def b32_decode16(body: str) -> bytes:
     """Inverse of `b32_encode16`; rejects wrong length, alphabet or non-zero pad bits."""
-    if len(body) != 26 or re.fullmatch(_B32_BODY, body) is None:
+    if len(body) != 26 or _BODY_RE.fullmatch(body) is None:
         raise ValueError(f"not a 26-character id body: {body!r}")
-    n = 0
-    for c in body:
-        n = (n << 5) | _VALUE[c]
+    n = int(body.translate(_TO_INT_DIGITS), 32)
     if n & 3:
         raise ValueError(f"non-canonical id body: {body!r}")
     return (n >> 2).to_bytes(16, "big")

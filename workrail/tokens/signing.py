@@ -8,8 +8,10 @@ itsdangerous expects: it signs with the last (current) and verifies newest first
 from __future__ import annotations
 
 import hashlib
+import hmac
 from typing import Final, Protocol
 
+from itsdangerous.encoding import want_bytes
 from itsdangerous.signer import HMACAlgorithm, Signer
 
 from workrail.tokens.layout import KINDS, MAC_BYTES, SALTS, SEP
@@ -38,7 +40,24 @@ class TruncatedHMAC(HMACAlgorithm):
         super().__init__(hashlib.sha256)
 
     def get_signature(self, key: bytes, value: bytes) -> bytes:
-        return super().get_signature(key, value)[:MAC_BYTES]
+        # hmac.digest is the one-shot C path: the same MAC without an HMAC object.
+        return hmac.digest(key, value, "sha256")[:MAC_BYTES]
+
+
+class KeyedSigner(Signer):
+    """A Signer that derives each key once. itsdangerous derives HMAC(key, salt) again on
+    every sign and verify, yet a signer's keys and salt never change."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self._derived: dict[bytes, bytes] = {}
+
+    def derive_key(self, secret_key: str | bytes | None = None) -> bytes:
+        raw = self.secret_key if secret_key is None else want_bytes(secret_key)
+        derived = self._derived.get(raw)
+        if derived is None:
+            derived = self._derived[raw] = super().derive_key(raw)
+        return derived
 
 
 def _keys_oldest_first(keys: KeySource) -> list[bytes]:
@@ -53,7 +72,7 @@ def make_signers(keys: KeySource) -> dict[TokenKind, Signer]:
     """One deterministic signer per kind (no timestamps, no random salt)."""
     secret_keys = _keys_oldest_first(keys)
     return {
-        kind: Signer(
+        kind: KeyedSigner(
             secret_keys,
             salt=SALTS[kind],
             sep=SEP,

@@ -79,6 +79,7 @@ def test_advance_to_completion_and_replay_is_byte_identical(engine: Engine, data
         "isComplete": True,
         "pending": None,
         "preferences": {"autonomy": "guided", "riskPolicy": "conservative"},
+        "sessionId": sid,
         "nextIntent": "complete",
         "nextCall": None,
     }
@@ -107,7 +108,9 @@ def test_rehydrate_writes_nothing_and_recovers(engine: Engine, data_dir: Path) -
     h = ok(engine.rehydrate(a["stateToken"]))
     assert tree_digest(data_dir) == before
     assert h["stateToken"] == a["stateToken"]
-    assert h["nextIntent"] == "rehydrate_only"
+    # The next move after recovering is the pending step, as the advance nextCall says.
+    assert h["nextIntent"] == "perform_pending_then_continue"
+    assert h["nextCall"]["params"]["intent"] == "advance"
     assert h["pending"]["prompt"].startswith("Build what the plan says.\n\n## Recovery Context")
     assert "### Ancestry Recap\nplanned" in h["pending"]["prompt"]
     assert h["ackToken"] != a["ackToken"]  # a fresh attempt each time

@@ -5,9 +5,11 @@ Tokens differ by design (ours are 91-92 characters), and so do minted node ids, 
 mapped: the first time a reference token or node id appears at a position of a response, we
 learn which of ours stands there; every later appearance (replays, nextCall, rehydrate
 recaps) must then be that same value. Everything else in a reference answer must appear
-unchanged in ours; our answers may add `nextIntent`/`nextCall` where the reference has none
-and a `warnings` list on replays whose output was not recorded. Errors must carry the same
-code (messages about token formats differ with the format).
+unchanged in ours; our answers may add `nextIntent`/`nextCall` where the reference has none,
+`sessionId`, `continueToken`, and a `warnings` list (replays whose output was not recorded,
+forks). Two documented deviations: a rehydrate answer's `nextIntent` names the next move
+instead of `rehydrate_only`, and a retryable block's `suggestedFix` says to send `nextCall`.
+Errors must carry the same code (messages about token formats differ with the format).
 """
 
 from __future__ import annotations
@@ -21,12 +23,13 @@ from mcp import Client
 
 from tests.conftest import REFERENCE
 from tests.mcp.conftest import body
+from workrail.engine.responses import RETRY_FIXES
 
 pytestmark = pytest.mark.anyio
 
 TOKEN_RE = re.compile(r"^(st|ack|chk)1[qpzry9x8gf2tvdw0s3jn54khce6mua7l]+$")
 NODE_RE = re.compile(r"node_[a-z2-7]{26}")
-EXTRA_KEYS_ALLOWED = {"nextIntent", "nextCall", "warnings"}
+EXTRA_KEYS_ALLOWED = {"nextIntent", "nextCall", "warnings", "sessionId", "continueToken"}
 # We also list array-form validationCriteria under OUTPUT REQUIREMENTS (90-quirks A7: the
 # reference shows agents nothing for them); strip that block where the reference has none.
 REQUIREMENTS_RE = re.compile(r"\n\n\*\*OUTPUT REQUIREMENTS:\*\*(?:\n- [^\n]*)+")
@@ -56,6 +59,16 @@ class Mapper:
         return value
 
     def match(self, ref: Any, ours: Any, path: str) -> None:
+        if path.endswith(".nextIntent") and ref == "rehydrate_only":
+            # Ours names the next move, which matches the advance nextCall both answers
+            # hand over (docs/mcp.md, "Answers that agree").
+            assert ours in {"perform_pending_then_continue", "await_user_confirmation"}, path
+            return
+        if path.endswith(".suggestedFix") and ref in RETRY_FIXES:
+            # The reference's fix says to rehydrate for a fresh ackToken although nextCall
+            # already carries retryAckToken; ours says to send nextCall.
+            assert ours == RETRY_FIXES[ref], path
+            return
         if isinstance(ref, dict):
             assert isinstance(ours, dict), path
             extra = set(ours) - set(ref)

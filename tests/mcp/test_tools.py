@@ -149,7 +149,7 @@ async def test_rehydrate_recovers_without_writing(client: Client, data_dir: Path
         {"intent": "rehydrate", "stateToken": advanced["stateToken"], "context": {"x": 1}},
     )
     assert r["pending"]["stepId"] == "build"
-    assert r["nextIntent"] == "rehydrate_only"
+    assert r["nextIntent"] == "perform_pending_then_continue"
     assert r["nextCall"]["params"]["intent"] == "advance"
     assert event_count(data_dir) == before
 

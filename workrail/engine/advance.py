@@ -339,7 +339,7 @@ def _with_replay_warning(
     if not output.present:
         return response
     if response.get("kind") == "blocked":
-        return {**response, "warnings": [_not_recorded_warning(blocked=True)]}
+        return _warn(response, _not_recorded_warning(blocked=True))
     attempt = recorded.data.attemptId
     from_node = recorded.node_id
     recorded_notes = log.index.recap_of(from_node, attempt)
@@ -355,10 +355,14 @@ def _with_replay_warning(
     )
     if recorded_notes == sent_notes and recorded_artifacts == sent_artifacts:
         return response
-    return {**response, "warnings": [_not_recorded_warning(blocked=False)]}
+    return _warn(response, _not_recorded_warning(blocked=False))
 
 
-def _not_recorded_warning(*, blocked: bool) -> dict[str, str]:
+def _warn(response: dict[str, Any], warning: dict[str, Any]) -> dict[str, Any]:
+    return {**response, "warnings": [*response.get("warnings", ()), warning]}
+
+
+def _not_recorded_warning(*, blocked: bool) -> dict[str, Any]:
     if blocked:
         suggestion = (
             "This attempt was already recorded as blocked. To submit corrected output, send "

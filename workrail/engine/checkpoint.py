@@ -122,6 +122,7 @@ def _response(
         {
             "checkpointNodeId": checkpoint_id,
             "stateToken": state_token,
+            "sessionId": session_id,
             "nextIntent": "perform_pending_then_continue" if pending is not None else "complete",
             "nextCall": next_call(state_token, ack),
         }

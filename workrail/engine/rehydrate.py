@@ -62,6 +62,7 @@ def rehydrate(
                     "isComplete": complete,
                     "pending": None,
                     "preferences": preferences,
+                    "sessionId": log.session_id,
                     "nextIntent": "complete",
                     "nextCall": None,
                 }
@@ -88,7 +89,8 @@ def rehydrate(
                 "isComplete": complete,
                 "pending": pending.to_json(),
                 "preferences": preferences,
-                "nextIntent": next_intent(pending, complete=complete, rehydrate=True),
+                "sessionId": session_id,
+                "nextIntent": next_intent(pending, complete=complete),
                 "nextCall": next_call(state_token, ack),
             }
         )

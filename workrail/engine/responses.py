@@ -7,7 +7,8 @@ from typing import Any, Literal
 
 from returns.result import Failure, Result, Success
 
-from workrail.core.events import AdvanceRecorded, ValidationPerformed
+from workrail.core.blockers import INVALID_OUTPUT_FIX, MISSING_OUTPUT_FIX
+from workrail.core.events import AdvanceRecorded, NodeCreated, ValidationPerformed
 from workrail.core.ids import next_attempt_id
 from workrail.core.snapshot import (
     BlockedState,
@@ -35,11 +36,13 @@ def pending_instance(snapshot: ExecutionSnapshot) -> StepInstance | None:
     return state.pending_step
 
 
-def next_intent(pending: PendingPrompt | None, *, complete: bool, rehydrate: bool) -> NextIntent:
-    if complete and pending is None:
-        return "complete"
-    if rehydrate:
-        return "rehydrate_only"
+def next_intent(pending: PendingPrompt | None, *, complete: bool) -> NextIntent:
+    """What the agent should do next, in words that match the `nextCall` it is given.
+
+    Unlike the reference, a rehydrate answer does not say `rehydrate_only` while handing
+    over an advance `nextCall`: having recovered, the agent's next move is the pending
+    step. `rehydrate_only` is kept for answers whose only way on is a rehydrate.
+    """
     if pending is None:
         return "complete"
     if pending.require_confirmation:
@@ -53,6 +56,86 @@ def next_call(state_token: str, ack_token: str | None) -> dict[str, Any] | None:
     return {
         "tool": "continue_workflow",
         "params": {"intent": "advance", "stateToken": state_token, "ackToken": ack_token},
+    }
+
+
+def rehydrate_call(state_token: str) -> dict[str, Any]:
+    return {
+        "tool": "continue_workflow",
+        "params": {"intent": "rehydrate", "stateToken": state_token},
+    }
+
+
+# The reference's fixes predate retryAckToken and tell the agent to rehydrate for a fresh
+# ackToken, while the same answer's nextCall already carries the retry token: ours wins.
+RETRY_FIXES: dict[str, str] = {
+    MISSING_OUTPUT_FIX: (
+        "Send nextCall again (it already carries retryAckToken) with output.notesMarkdown "
+        "that satisfies the step's output requirements; no rehydrate is needed."
+    ),
+    INVALID_OUTPUT_FIX: (
+        "Update output.notesMarkdown as validation.issues says, then send nextCall again (it "
+        "already carries retryAckToken); no rehydrate is needed. Replaying the same ackToken "
+        "keeps returning this blocked result."
+    ),
+}
+
+
+def agreeing_blockers(blockers: dict[str, Any], *, retryable: bool) -> dict[str, Any]:
+    """The stored blocker report with the reference's retry advice replaced by advice that
+    matches this answer's `nextCall` (the stored snapshot itself stays as recorded)."""
+    if not retryable:
+        return blockers
+    return {
+        **blockers,
+        "blockers": [
+            {**b, "suggestedFix": RETRY_FIXES.get(b.get("suggestedFix", ""), b.get("suggestedFix"))}
+            if "suggestedFix" in b
+            else b
+            for b in blockers.get("blockers", [])
+        ],
+    }
+
+
+def fork_warning(
+    deps: EngineDeps, log: SessionLog, from_node: str, to_node: str
+) -> dict[str, Any] | None:
+    """`FORK_CREATED` when this advance gave `from_node` a second branch: another step
+    node had already been reached from it before `to_node` was created. Decided from the
+    log before `to_node`, so a replay repeats the same warning forever."""
+    index = log.index
+    created = index.nodes[to_node].eventIndex
+    latest: NodeCreated | None = None
+    for edge in index.edges_from.get(from_node, ()):
+        sibling = edge.data.toNodeId
+        if edge.data.edgeKind != "acked_step" or sibling == to_node:
+            continue
+        stack = [sibling]
+        while stack:
+            node = index.nodes.get(stack.pop())
+            if node is None or node.eventIndex > created:
+                continue
+            if node.data.nodeKind == "step" and (
+                latest is None or node.eventIndex > latest.eventIndex
+            ):
+                latest = node
+            stack.extend(e.data.toNodeId for e in index.edges_from.get(node.node_id, ()))
+    if latest is None:
+        return None
+    other_state = deps.codec.mint_state(
+        session_id=log.session_id,
+        node_id=latest.node_id,
+        workflow_hash=latest.data.workflowHash,
+    )
+    return {
+        "code": "FORK_CREATED",
+        "message": f"This advance started a new branch from node {from_node}: that step had "
+        f"already been completed once, on a branch whose tip is node {latest.node_id}. Both "
+        "branches are kept; this response continues the new one.",
+        "suggestion": "If you meant to continue where you were, rehydrate the other branch "
+        "(otherBranch.stateToken) and carry on from there. If the fork was intended, carry "
+        "on with nextCall.",
+        "otherBranch": {"tipNodeId": latest.node_id, "stateToken": other_state},
     }
 
 
@@ -122,15 +205,17 @@ def advance_response(
     response["isComplete"] = complete
     response["pending"] = None if pending is None else pending.to_json()
     response["preferences"] = dict(run.preferences)
-    response["nextIntent"] = next_intent(pending, complete=complete, rehydrate=False)
+    response["sessionId"] = session_id
+    response["nextIntent"] = next_intent(pending, complete=complete)
     call_ack = ack
     state = snapshot.state
     if isinstance(state, BlockedState):
         response["kind"] = "blocked"
-        response["blockers"] = state.blocked.blockers.model_dump(
-            mode="json", by_alias=True, exclude_none=True
-        )
         retryable = isinstance(state.blocked, RetryableBlock)
+        response["blockers"] = agreeing_blockers(
+            state.blocked.blockers.model_dump(mode="json", by_alias=True, exclude_none=True),
+            retryable=retryable,
+        )
         response["retryable"] = retryable
         if isinstance(state.blocked, RetryableBlock):
             retry_ack = deps.codec.mint_ack(
@@ -146,6 +231,12 @@ def advance_response(
         if validation is not None:
             response["validation"] = validation
     response["nextCall"] = next_call(state_token, call_ack)
+    if call_ack is None and not complete:
+        response["nextIntent"] = "rehydrate_only"
+        response["nextCall"] = rehydrate_call(state_token)
+    fork = fork_warning(deps, log, record.node_id, target.node_id)
+    if fork is not None:
+        response["warnings"] = [fork]
     return Success(response)
 
 

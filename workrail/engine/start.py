@@ -170,7 +170,8 @@ def create_session(
             "isComplete": False,
             "pending": pending.to_json(),
             "preferences": dict(DEFAULT_PREFERENCES),
-            "nextIntent": next_intent(pending, complete=False, rehydrate=False),
+            "sessionId": session_id,
+            "nextIntent": next_intent(pending, complete=False),
             "nextCall": next_call(state_token, ack),
         }
     )

@@ -10,6 +10,15 @@ from typing import Any
 from mcp.types import ToolAnnotations
 
 from workrail.core.ids import SESSION_ID_RE
+from workrail.mcp.output_schemas import (
+    CHECKPOINT_OUTPUT,
+    CONTINUE_OUTPUT,
+    EXPORT_OUTPUT,
+    IMPORT_OUTPUT,
+    INSPECT_OUTPUT,
+    LIST_OUTPUT,
+    START_OUTPUT,
+)
 
 # The reference forbids `.`; we allow it so namespaced bundled ids (`wr.foo`) can be
 # started (spec 90 quirk). Every id the reference accepts is still accepted.
@@ -54,6 +63,8 @@ class ToolSpec:
     annotations: ToolAnnotations
     example: dict[str, Any]
     """A correct call, sent back in VALIDATION_ERROR details as `correctTemplate`."""
+    output_schema: dict[str, Any] | None = None
+    """What a success answer holds (MCP `outputSchema`), every field described."""
 
 
 def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -87,6 +98,7 @@ LIST_WORKFLOWS = ToolSpec(
     input_schema=_object({}, []),
     annotations=_annotations(read_only=True, idempotent=True),
     example={},
+    output_schema=LIST_OUTPUT,
 )
 
 INSPECT_WORKFLOW = ToolSpec(
@@ -111,6 +123,7 @@ INSPECT_WORKFLOW = ToolSpec(
     ),
     annotations=_annotations(read_only=True, idempotent=True),
     example={"workflowId": "coding-task", "mode": "preview"},
+    output_schema=INSPECT_OUTPUT,
 )
 
 START_WORKFLOW = ToolSpec(
@@ -125,6 +138,7 @@ START_WORKFLOW = ToolSpec(
     input_schema=_object({"workflowId": _WORKFLOW_ID, "context": _CONTEXT}, ["workflowId"]),
     annotations=_annotations(read_only=False, idempotent=False),
     example={"workflowId": "coding-task", "context": {}},
+    output_schema=START_OUTPUT,
 )
 
 CONTINUE_WORKFLOW = ToolSpec(
@@ -198,6 +212,7 @@ CONTINUE_WORKFLOW = ToolSpec(
         "ackToken": "<ackToken from the same response>",
         "output": {"notesMarkdown": "<what you did for this step>"},
     },
+    output_schema=CONTINUE_OUTPUT,
 )
 
 CHECKPOINT_WORKFLOW = ToolSpec(
@@ -222,6 +237,7 @@ CHECKPOINT_WORKFLOW = ToolSpec(
     ),
     annotations=_annotations(read_only=False, idempotent=True),
     example={"checkpointToken": "<checkpointToken from the latest response>"},
+    output_schema=CHECKPOINT_OUTPUT,
 )
 
 EXPORT_SESSION = ToolSpec(
@@ -254,6 +270,7 @@ EXPORT_SESSION = ToolSpec(
     ),
     annotations=_annotations(read_only=True, idempotent=True),
     example={"stateToken": "<stateToken from the latest response>"},
+    output_schema=EXPORT_OUTPUT,
 )
 
 IMPORT_SESSION = ToolSpec(
@@ -282,6 +299,7 @@ IMPORT_SESSION = ToolSpec(
     ),
     annotations=_annotations(read_only=False, idempotent=False),
     example={"bundle": {"bundleSchemaVersion": 1, "...": "<the bundle from export_session>"}},
+    output_schema=IMPORT_OUTPUT,
 )
 
 TOOLS: tuple[ToolSpec, ...] = (

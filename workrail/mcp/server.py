@@ -174,7 +174,7 @@ def _tool(spec: ToolSpec, handler: Handler) -> Tool:
         title=spec.title,
         description=spec.description,
         parameters=spec.input_schema,
-        fn_metadata=RawArguments(arg_model=ArgModelBase),
+        fn_metadata=RawArguments(arg_model=ArgModelBase, output_schema=spec.output_schema),
         is_async=True,
         annotations=spec.annotations,
     )

@@ -1,0 +1,294 @@
+"""What each tool answers, as JSON Schema with a description on every field, so an agent
+reading `tools/list` knows what each hash, token and id is for (MCP `outputSchema`).
+
+Schemas describe success answers only (errors are the envelope of docs/mcp.md) and leave
+`additionalProperties` open: answers may gain fields, never lose or change them. The SDK
+client checks every structured result against them, so the test suite does too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workrail.core.ids import SESSION_ID_RE
+
+NEXT_INTENTS = [
+    "perform_pending_then_continue",
+    "await_user_confirmation",
+    "rehydrate_only",
+    "complete",
+]
+
+
+def _nullable(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    # anyOf rather than a type list: some clients' schema subsets lack the latter.
+    return {"anyOf": [schema, {"type": "null"}], "description": description}
+
+
+def _object(properties: dict[str, Any], required: list[str], description: str) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "description": description,
+        "properties": properties,
+        "required": required,
+    }
+
+
+SESSION_ID: dict[str, Any] = {
+    "type": "string",
+    "pattern": SESSION_ID_RE.pattern,
+    "description": "The session this run is recorded in (sess_…): what `workrail sessions` "
+    "lists and export_session takes, so a person can find this run.",
+}
+STATE_TOKEN: dict[str, Any] = {
+    "type": "string",
+    "description": "Opaque stateToken (st1.…): names this point of the run. Send it with "
+    "ackToken to advance, or alone with intent rehydrate to recover the step.",
+}
+ACK_TOKEN: dict[str, Any] = {
+    "type": "string",
+    "description": "Opaque ackToken (ack1.…): permission to complete the pending step once. "
+    "Present exactly when pending is not null.",
+}
+CHECKPOINT_TOKEN: dict[str, Any] = {
+    "type": "string",
+    "description": "Opaque checkpointToken (chk1.…) for checkpoint_workflow at this step.",
+}
+CONTINUE_TOKEN: dict[str, Any] = {
+    "type": "string",
+    "description": "One opaque token for your next continue_workflow call: send "
+    "{continueToken, output} to complete the pending step, or {continueToken} alone to "
+    "recover it. ct1.… carries state and ack together; where nothing can be advanced it is "
+    "the state-only st1.…, which rehydrates. An alternative to stateToken + ackToken.",
+}
+PENDING: dict[str, Any] = _nullable(
+    _object(
+        {
+            "stepId": {"type": "string", "description": "The step's id in the workflow."},
+            "title": {"type": "string", "description": "The step's title."},
+            "prompt": {"type": "string", "description": "What to do now, rendered for you."},
+        },
+        ["stepId", "title", "prompt"],
+        "The step to do now.",
+    ),
+    "The step to do now, or null when the run is complete.",
+)
+NEXT_INTENT: dict[str, Any] = {
+    "type": "string",
+    "enum": NEXT_INTENTS,
+    "description": "What to do next, matching nextCall: perform_pending_then_continue (do the "
+    "step, then send nextCall with your output), await_user_confirmation (ask the user "
+    "first), rehydrate_only (send nextCall, a rehydrate, before anything else), complete "
+    "(nothing left; nextCall is null).",
+}
+NEXT_CALL: dict[str, Any] = _nullable(
+    _object(
+        {
+            "tool": {"type": "string", "description": "The tool to call."},
+            "params": {
+                "type": "object",
+                "description": "Its arguments; for an advance add your output.",
+            },
+        },
+        ["tool", "params"],
+        "The call to make next.",
+    ),
+    "The call to make next, ready to send (add output.notesMarkdown to an advance); null "
+    "when the run is complete.",
+)
+WARNINGS: dict[str, Any] = {
+    "type": "array",
+    "description": "Things you should know although the call succeeded, e.g. "
+    "OUTPUT_NOT_RECORDED (a replay: your new output was not stored) or FORK_CREATED (this "
+    "advance started a second branch; otherBranch names the other branch's tip).",
+    "items": _object(
+        {
+            "code": {"type": "string", "description": "What happened, as a fixed code."},
+            "message": {"type": "string", "description": "What happened, in words."},
+            "suggestion": {"type": "string", "description": "What to do about it."},
+        },
+        ["code", "message"],
+        "One warning.",
+    ),
+}
+PREFERENCES: dict[str, Any] = {
+    "type": "object",
+    "description": "The run's effective preferences (autonomy, riskPolicy).",
+}
+
+_STEP_FIELDS: dict[str, Any] = {
+    "sessionId": SESSION_ID,
+    "stateToken": STATE_TOKEN,
+    "ackToken": ACK_TOKEN,
+    "checkpointToken": CHECKPOINT_TOKEN,
+    "continueToken": CONTINUE_TOKEN,
+    "isComplete": {"type": "boolean", "description": "True when the run has finished."},
+    "pending": PENDING,
+    "preferences": PREFERENCES,
+    "nextIntent": NEXT_INTENT,
+    "nextCall": NEXT_CALL,
+    "warnings": WARNINGS,
+}
+
+START_OUTPUT = _object(
+    _STEP_FIELDS,
+    ["sessionId", "stateToken", "isComplete", "pending", "nextIntent", "nextCall"],
+    "The new run's first step and its tokens.",
+)
+
+CONTINUE_OUTPUT = _object(
+    {
+        "kind": {
+            "type": "string",
+            "enum": ["ok", "blocked"],
+            "description": "ok, or blocked when the output did not satisfy the step: fix it as "
+            "validation says and send nextCall again.",
+        },
+        **_STEP_FIELDS,
+        "blockers": {
+            "type": "object",
+            "description": "Blocked only: {blockers: [{code, pointer, message, suggestedFix}]}.",
+        },
+        "retryable": {"type": "boolean", "description": "Blocked only: whether a retry can pass."},
+        "retryAckToken": {
+            "type": "string",
+            "description": "Blocked only: the ackToken for the retry (nextCall carries it).",
+        },
+        "validation": {
+            "type": "object",
+            "description": "Blocked only: {issues, suggestions} from the step's validation.",
+        },
+    },
+    ["kind", "sessionId", "stateToken", "isComplete", "pending", "nextIntent", "nextCall"],
+    "The next step (advance) or the current one (rehydrate), with fresh tokens.",
+)
+
+_PREVIEW_HASH = (
+    "Hash of the workflow's preview (sha256:…), to tell versions of a definition apart. It "
+    "is not the hash a run pins: start_workflow pins the compiled workflow under its own hash."
+)
+
+LIST_OUTPUT = _object(
+    {
+        "workflows": {
+            "type": "array",
+            "description": "Every workflow that can be found, sorted by workflowId.",
+            "items": _object(
+                {
+                    "workflowId": {
+                        "type": "string",
+                        "description": "The id start_workflow and inspect_workflow take.",
+                    },
+                    "name": {"type": "string", "description": "Human name."},
+                    "description": {"type": "string", "description": "What it is for."},
+                    "version": {"type": "string", "description": "The definition's version."},
+                    "kind": {"type": "string", "description": 'Always "workflow".'},
+                    "workflowHash": _nullable(
+                        {"type": "string"},
+                        _PREVIEW_HASH + " Null when the definition cannot be loaded.",
+                    ),
+                },
+                ["workflowId", "workflowHash"],
+                "One workflow.",
+            ),
+        },
+        "nextIntent": {"type": "string", "description": 'Always "start_workflow".'},
+        "nextCall": {
+            "type": "object",
+            "description": "start_workflow for the only runnable workflow, else with the "
+            'placeholder "<workflowId>" (rejected if sent as is: choose one).',
+        },
+    },
+    ["workflows"],
+    "The workflows WorkRail can run.",
+)
+
+INSPECT_OUTPUT = _object(
+    {
+        "workflowId": {"type": "string", "description": "The inspected workflow's id."},
+        "workflowHash": {"type": "string", "description": _PREVIEW_HASH},
+        "mode": {"type": "string", "description": "preview or metadata, as asked."},
+        "compiled": {
+            "type": "object",
+            "description": "The preview (name, description, version, first step) or, in "
+            "metadata mode, only the identifying fields.",
+        },
+        "nextIntent": {"type": "string", "description": 'Always "start_workflow".'},
+        "nextCall": {"type": "object", "description": "start_workflow for this workflow."},
+    },
+    ["workflowId", "workflowHash", "mode", "compiled"],
+    "One workflow before it is started.",
+)
+
+CHECKPOINT_OUTPUT = _object(
+    {
+        "checkpointNodeId": {
+            "type": "string",
+            "description": "The node (node_…) recording this checkpoint; the same token always "
+            "gives the same node.",
+        },
+        "sessionId": SESSION_ID,
+        "stateToken": {
+            **STATE_TOKEN,
+            "description": "The stateToken of the step you checkpointed (unchanged: a "
+            "checkpoint does not advance).",
+        },
+        "continueToken": CONTINUE_TOKEN,
+        "nextIntent": NEXT_INTENT,
+        "nextCall": NEXT_CALL,
+    },
+    ["checkpointNodeId", "sessionId", "stateToken", "nextIntent", "nextCall"],
+    "The checkpoint, and where to carry on.",
+)
+
+EXPORT_OUTPUT = _object(
+    {
+        "bundle": {
+            "type": "object",
+            "description": "The session as a bundle: pass it unmodified to import_session. It "
+            "holds no tokens.",
+        },
+        "summary": _object(
+            {
+                "sessionId": SESSION_ID,
+                "bundleId": {"type": "string", "description": "This export's own id."},
+                "eventCount": {"type": "integer", "description": "Events exported."},
+                "complete": {
+                    "type": "boolean",
+                    "description": "False when only a damaged session's validated prefix was "
+                    "exported (see salvage).",
+                },
+            },
+            ["sessionId", "eventCount", "complete"],
+            "What the bundle holds.",
+        ),
+    },
+    ["bundle", "summary"],
+    "One session as a bundle.",
+)
+
+IMPORT_OUTPUT = _object(
+    {
+        "sessionId": {
+            **SESSION_ID,
+            "description": "The id the imported session is stored under here (a fresh one "
+            "when the original was taken: see renamed).",
+        },
+        "originalSessionId": {
+            "type": "string",
+            "description": "The session id inside the bundle.",
+        },
+        "renamed": {"type": "boolean", "description": "True when sessionId is a fresh id."},
+        "eventCount": {"type": "integer", "description": "Events imported."},
+        "runs": {
+            "type": "array",
+            "description": "Per run, fresh tokens for its preferred tip and its pending step "
+            "(or error when the tip cannot be recovered).",
+            "items": {"type": "object", "description": "One run: runId, nodeId, tokens, pending."},
+        },
+        "nextIntent": NEXT_INTENT,
+        "nextCall": NEXT_CALL,
+    },
+    ["sessionId", "renamed", "runs", "nextIntent", "nextCall"],
+    "The imported session, with fresh tokens to continue it.",
+)

@@ -8,17 +8,18 @@ import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, cast
 
 from returns.result import Failure, Result, Success
 
-from workrail.config import WorkrailConfig
-from workrail.core.urls import redact_url
+from workrail.config import POSTGRES_SCHEMES, WorkrailConfig
 from workrail.engine.api import Engine
 from workrail.engine.catalog import CatalogEntry
 from workrail.engine.deps import EngineDeps
 from workrail.store.local.backend import LocalBackend
 from workrail.store.ports import Backend
+from workrail.store.postgres import open_postgres_backend
 from workrail.tokens import TokenCodec
 from workrail.workflow.catalog import Catalog, LoadedWorkflow
 from workrail.workflow.sources import DiscoveryConfig, discover
@@ -135,13 +136,20 @@ def open_backend(config: WorkrailConfig) -> Result[Backend, StartupError]:
     """The backend the configuration names: files in the data directory, or PostgreSQL."""
     if config.store_url is None:
         return Success(LocalBackend.open(config.data_dir))
-    return Failure(
-        StartupError(
-            "STORE_UNAVAILABLE",
-            f"This build cannot open PostgreSQL stores ({redact_url(config.store_url)}); leave "
-            "--store and WORKRAIL_STORE_URL unset to keep sessions in the data directory.",
-        )
-    )
+    return open_backend_at(config.store_url)
+
+
+def open_backend_at(location: str | Path) -> Result[Backend, StartupError]:
+    """The backend at a postgresql:// URL, or the files backend over a data directory
+    (for commands that use two stores at once, like `workrail migrate`)."""
+    if isinstance(location, str) and location.startswith(POSTGRES_SCHEMES):
+        opened = open_postgres_backend(location)
+        if isinstance(opened, Failure):
+            problem = opened.failure()
+            return Failure(StartupError(problem.code, problem.message))
+        backend: Backend = opened.unwrap()
+        return Success(backend)
+    return Success(LocalBackend.open(Path(location).expanduser().absolute()))
 
 
 def build_engine(config: WorkrailConfig, backend: Backend) -> Result[Engine, StartupError]:

@@ -13,6 +13,7 @@ import pytest
 
 from tests.conftest import REFERENCE
 from tests.engine.conftest import make_engine
+from tests.services.postgres import free_port
 from workrail.cli import build_parser, main
 from workrail.cli.context import Cli
 from workrail.core.canonical import canonical_bytes
@@ -84,6 +85,17 @@ def test_a_bad_store_url_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[st
     assert main(["sessions", "--store", "mysql://root:hunter2@db/x"]) == 2
     err = capsys.readouterr().err
     assert "CONFIG_INVALID" in err and "--store" in err
+    assert "hunter2" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", [["sessions"], ["keys", "rotate"], ["export", "sess_x"]])
+def test_an_unreachable_postgres_is_one_line_and_exit_1(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"postgresql://team:hunter2@127.0.0.1:{free_port()}/workrail"
+    assert main([*command, "--store", url]) == 1
+    err = capsys.readouterr().err
+    assert "STORE_UNAVAILABLE" in err and "Cannot reach PostgreSQL" in err
     assert "hunter2" not in err and "Traceback" not in err
 
 

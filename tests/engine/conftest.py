@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -11,6 +11,7 @@ from workrail.engine.api import Engine
 from workrail.engine.catalog import CatalogEntry
 from workrail.engine.deps import EngineDeps
 from workrail.store.local.backend import LocalBackend
+from workrail.store.ports import Backend
 from workrail.tokens import TokenCodec
 
 
@@ -39,13 +40,22 @@ class DirCatalog:
 
 
 def make_engine(data_dir: Path, workflows: Path | None = None) -> Engine:
-    backend = LocalBackend.open(data_dir)
+    return engine_over(LocalBackend.open(data_dir), workflows)
+
+
+def engine_over(
+    backend: Backend,
+    workflows: Path | None = None,
+    entropy: Callable[[int], bytes] | None = None,
+) -> Engine:
+    """The engine over any backend (optionally with reproducible ids)."""
     deps = EngineDeps(
         sessions=backend.sessions,
         snapshots=backend.snapshots,
         pinned=backend.pinned,
         catalog=DirCatalog(workflows or REFERENCE / "workflows"),
         codec=TokenCodec(backend.keyring.load().unwrap()),
+        **({} if entropy is None else {"entropy": entropy}),
     )
     return Engine(deps)
 

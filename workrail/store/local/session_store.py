@@ -31,13 +31,7 @@ from workrail.core.append import (
 from workrail.core.canonical import CanonicalJsonError, jsonl_line
 from workrail.core.events import DomainEvent
 from workrail.core.health import HEALTHY, Corruption, SessionHealth
-from workrail.core.manifest import ManifestRecord, SegmentClosed, SnapshotPinned
-from workrail.core.session_index import ProjectionError, SessionIndex
-from workrail.store.errors import StoreError
-from workrail.store.fsio import FILE_MODE, ensure_dir, fsync_dir, write_all, write_synced
-from workrail.store.local.layout import Layout, UnsafeReference
-from workrail.store.local.lock import SessionLockRegistry, WriterLock
-from workrail.store.local.log_reader import (
+from workrail.core.log_reader import (
     CorruptionError,
     check_chain,
     missing_pin_error,
@@ -46,6 +40,12 @@ from workrail.store.local.log_reader import (
     parse_segment,
     pins_of,
 )
+from workrail.core.manifest import ManifestRecord, SegmentClosed, SnapshotPinned
+from workrail.core.session_index import ProjectionError, SessionIndex
+from workrail.store.errors import StoreError
+from workrail.store.fsio import FILE_MODE, ensure_dir, fsync_dir, write_all, write_synced
+from workrail.store.local.layout import Layout, UnsafeReference
+from workrail.store.local.lock import SessionLockRegistry, WriterLock
 from workrail.store.ports import LIST_PAGE_MAX, AppendOutcome, AppendPlan, PrefixLoad, SessionLog
 
 T = TypeVar("T")

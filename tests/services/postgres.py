@@ -1,0 +1,199 @@
+"""A throwaway PostgreSQL cluster from the installed server binaries.
+
+`initdb` into a fresh temporary directory and `pg_ctl` on a free 127.0.0.1 port. Both
+refuse to run as root, so as root they run as an unprivileged user (`postgres` when the
+Debian package created it, else a system user made for the purpose). Host connections need
+a password (scram-sha-256), so tests can also exercise wrong credentials; the server has
+`fsync` off (the tests do not survive power cuts, only process deaths, for which the OS
+page cache suffices) and `synchronous_commit` at its default, on.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import secrets
+import shutil
+import socket
+import subprocess
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psycopg
+import pytest
+
+SUPERUSER = "workrail"
+SERVICE_USER = "workrail-pg"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def server_bindir() -> Path | None:
+    """The newest /usr/lib/postgresql/<v>/bin with initdb and pg_ctl, else `pg_ctl` on PATH."""
+    candidates = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/initdb"),
+        key=lambda p: (
+            int(Path(p).parent.parent.name) if Path(p).parent.parent.name.isdigit() else 0
+        ),
+    )
+    if candidates:
+        return Path(candidates[-1]).parent
+    on_path = shutil.which("pg_ctl")
+    if on_path and shutil.which("initdb"):
+        return Path(on_path).parent
+    return None
+
+
+def require_bindir() -> Path:
+    """The server binaries; skips the test, or fails it under CI, when they are missing."""
+    bindir = server_bindir()
+    if bindir is None:
+        message = (
+            "PostgreSQL server binaries (initdb, pg_ctl) are not installed; run "
+            "scripts/ci_services.sh to install Debian's postgresql package"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return bindir
+
+
+def _service_user() -> str | None:
+    """Who runs the server: None for ourselves, else an unprivileged user (made if needed)."""
+    if os.geteuid() != 0:
+        return None
+    for name in ("postgres", SERVICE_USER):
+        try:
+            pwd.getpwnam(name)
+            return name
+        except KeyError:
+            continue
+    subprocess.run(
+        ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", SERVICE_USER],
+        check=True,
+        capture_output=True,
+    )
+    return SERVICE_USER
+
+
+@dataclass
+class PostgresCluster:
+    """One running (or stopped) cluster; `url(db)` connects as the superuser."""
+
+    bindir: Path
+    root: Path
+    port: int
+    password: str
+    user: str | None
+    databases: list[str] = field(default_factory=list)
+
+    @property
+    def data(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def log(self) -> Path:
+        return self.root / "server.log"
+
+    def url(self, database: str = "postgres", *, password: str | None = None) -> str:
+        secret = self.password if password is None else password
+        return f"postgresql://{SUPERUSER}:{secret}@127.0.0.1:{self.port}/{database}"
+
+    def _run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        command = [str(self.bindir / argv[0]), *argv[1:]]
+        if self.user is not None:
+            command = ["runuser", "-u", self.user, "--", *command]
+        return subprocess.run(command, check=check, capture_output=True, text=True, cwd="/")
+
+    @classmethod
+    def create(cls, bindir: Path) -> PostgresCluster:
+        user = _service_user()
+        root = Path(tempfile.mkdtemp(prefix="workrail-pg-"))
+        cluster = cls(bindir, root, free_port(), secrets.token_hex(12), user)
+        pwfile = root / "pwfile"
+        pwfile.write_text(cluster.password + "\n")
+        if user is not None:
+            info = pwd.getpwnam(user)
+            for path in (root, pwfile):
+                os.chown(path, info.pw_uid, info.pw_gid)
+        root.chmod(0o700)
+        cluster._run(
+            "initdb",
+            "-D",
+            str(cluster.data),
+            "-U",
+            SUPERUSER,
+            f"--pwfile={pwfile}",
+            "--auth-local=trust",
+            "--auth-host=scram-sha-256",
+            "-E",
+            "UTF8",
+            "--locale=C",
+            "--no-sync",
+        )
+        return cluster
+
+    def start(self) -> None:
+        options = (
+            f"-c port={self.port} -c listen_addresses=127.0.0.1 "
+            f"-c unix_socket_directories={self.data} -c fsync=off -c max_connections=200"
+        )
+        done = self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.log),
+            "-o",
+            options,
+            "-w",
+            "-t",
+            "60",
+            "start",
+            check=False,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"pg_ctl start failed: {done.stderr}\n{self.server_log()}")
+
+    def stop(self, mode: str = "fast") -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "-t", "60", "stop", check=False)
+
+    def restart(self, mode: str = "immediate") -> None:
+        self.stop(mode)
+        self.start()
+
+    def server_log(self) -> str:
+        try:
+            return self.log.read_text(errors="replace")[-4000:]
+        except OSError:
+            return ""
+
+    def create_database(self, prefix: str = "t") -> str:
+        """A new empty database; its name."""
+        name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        self.databases.append(name)
+        return name
+
+    def destroy(self) -> None:
+        self.stop("immediate")
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def start_cluster() -> PostgresCluster:
+    cluster = PostgresCluster.create(require_bindir())
+    try:
+        cluster.start()
+    except BaseException:
+        cluster.destroy()
+        raise
+    return cluster

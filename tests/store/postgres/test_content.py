@@ -1,0 +1,43 @@
+"""Snapshots and pinned workflows in tables: the file CAS's bytes, verified on read."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+from returns.result import Failure, Success
+
+from tests.store.postgres.conftest import OpenBackend
+from workrail.core.canonical import canonical_bytes, canonical_digest
+
+
+@pytest.mark.parametrize("table", ["snapshots", "pinned"])
+def test_put_get_and_damage(open_backend: OpenBackend, module_db_url: str, table: str) -> None:
+    value = {"label": table, "n": [1, 2.5, "é"]}
+    store = getattr(open_backend(), table)
+    ref = store.put(value).unwrap()
+    assert ref == canonical_digest(value)
+    assert store.put(value) == Success(ref)  # idempotent
+    assert getattr(open_backend(), table).get(ref) == Success(value)
+    name, key = (
+        ("workrail_snapshots", "ref")
+        if table == "snapshots"
+        else ("workrail_pinned_workflows", "workflow_hash")
+    )
+    with psycopg.connect(module_db_url, autocommit=True) as conn:
+        stored = conn.execute(f"SELECT body FROM {name} WHERE {key} = %s", (ref,)).fetchone()
+        assert stored is not None and bytes(stored[0]) == canonical_bytes(value)
+        conn.execute(f"UPDATE {name} SET body = %s WHERE {key} = %s", (b'{"label":"x"}', ref))
+    damaged = getattr(open_backend(), table).get(ref)
+    assert isinstance(damaged, Failure) and "does not match" in damaged.failure().message
+    repaired = open_backend()
+    assert getattr(repaired, table).put(value) == Success(ref)
+    assert getattr(open_backend(), table).get(ref) == Success(value)
+
+
+def test_absent_and_malformed_refs(pg_backend: object) -> None:
+    snapshots = pg_backend.snapshots  # type: ignore[attr-defined]
+    assert snapshots.get("sha256:" + "0" * 64) == Success(None)
+    bad = snapshots.get("../../etc/passwd")
+    assert isinstance(bad, Failure) and bad.failure().code == "INVALID_REFERENCE"
+    unstorable = snapshots.put({"x": float("nan")})
+    assert isinstance(unstorable, Failure)

@@ -1,0 +1,110 @@
+"""Content-addressed tables: execution snapshots and pinned compiled workflows.
+
+Each row holds the JCS bytes of one object under their own sha256, exactly the bytes of
+the file backend's CAS file, and is verified against its key on every first read: a row
+that is not what its key promises is an error, never a value. Writing is idempotent; a
+row whose bytes were damaged is rewritten by the next `put` of the same object, as a
+damaged CAS file is replaced on files.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any, Final
+
+from returns.result import Failure, Result, Success
+
+from workrail.core.canonical import CanonicalJsonError, canonical_bytes, is_digest, sha256_digest
+from workrail.store.errors import StoreError, StoreErrorCode
+from workrail.store.postgres.connection import Connection, Database
+
+CACHED_OBJECTS: Final = 4096
+
+
+class _ContentTable:
+    _table = "workrail_snapshots"
+    _key = "ref"
+    _what = "snapshot ref"
+    _error_code: StoreErrorCode = "SNAPSHOT_STORE_CORRUPTION"
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._cache: dict[str, dict[str, Any]] = {}
+        self._mutex = threading.Lock()
+
+    def put(self, value: dict[str, Any]) -> Result[str, StoreError]:
+        """Store `value` under sha256(JCS(value)) and return that ref."""
+        try:
+            data = canonical_bytes(value)
+        except CanonicalJsonError as exc:
+            return Failure(StoreError(self._error_code, f"not storable as canonical JSON: {exc}"))
+        ref = sha256_digest(data)
+        if ref in self._cache:
+            return Success(ref)
+
+        def insert(conn: Connection) -> None:
+            conn.execute(
+                f"INSERT INTO {self._table} ({self._key}, body) VALUES (%s, %s) "
+                f"ON CONFLICT ({self._key}) DO UPDATE SET body = EXCLUDED.body "
+                f"WHERE {self._table}.body <> EXCLUDED.body",
+                (ref, data),
+            )
+
+        stored = self._db.run(insert)
+        if isinstance(stored, Failure):
+            return stored
+        self._remember(ref, value)
+        return Success(ref)
+
+    def get(self, ref: str) -> Result[dict[str, Any] | None, StoreError]:
+        """The stored object, None when absent, an error when its bytes are not what the
+        ref promises."""
+        cached = self._cache.get(ref)
+        if cached is not None:
+            return Success(cached)
+        if not is_digest(ref):
+            return Failure(StoreError("INVALID_REFERENCE", f"not a {self._what}: {ref[:80]!r}"))
+
+        def select(conn: Connection) -> bytes | None:
+            row = conn.execute(
+                f"SELECT body FROM {self._table} WHERE {self._key} = %s", (ref,), binary=True
+            ).fetchone()
+            return None if row is None else bytes(row[0])
+
+        loaded = self._db.run(select)
+        if isinstance(loaded, Failure):
+            return loaded
+        data = loaded.unwrap()
+        if data is None:
+            return Success(None)
+        if sha256_digest(data) != ref:
+            return Failure(StoreError(self._error_code, f"{ref}: content does not match"))
+        try:
+            value = json.loads(data)
+        except ValueError as exc:
+            return Failure(StoreError(self._error_code, f"{ref}: invalid JSON: {exc}"))
+        if not isinstance(value, dict):
+            return Failure(StoreError(self._error_code, f"{ref}: not a JSON object"))
+        self._remember(ref, value)
+        return Success(value)
+
+    def _remember(self, ref: str, value: dict[str, Any]) -> None:
+        with self._mutex:
+            if len(self._cache) >= CACHED_OBJECTS:
+                self._cache.clear()
+            self._cache[ref] = value
+
+
+class PostgresSnapshotStore(_ContentTable):
+    _table = "workrail_snapshots"
+    _key = "ref"
+    _what = "snapshot ref"
+    _error_code = "SNAPSHOT_STORE_CORRUPTION"
+
+
+class PostgresPinnedWorkflowStore(_ContentTable):
+    _table = "workrail_pinned_workflows"
+    _key = "workflow_hash"
+    _what = "workflow hash"
+    _error_code = "PINNED_WORKFLOW_IO_ERROR"

@@ -1,0 +1,116 @@
+"""The schema, as numbered migrations applied in order at start.
+
+Every replica runs `migrate` when it opens the store. The migration transaction first takes
+a transaction-scoped advisory lock, so replicas starting at once queue behind the first and
+find its work done: each migration runs exactly once, and a crash mid-migration rolls back
+whole. A database whose schema is newer than this code is refused rather than written by
+code that does not know its rules. The reasons for the tables are in docs/storage.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from workrail.store.postgres.connection import Connection
+
+MIGRATION_LOCK: Final = (0x57524B52, 1)
+"""`pg_advisory_xact_lock(int, int)` key: 'WRKR', 1. The two-int key space never meets the
+single-bigint one that session locks use."""
+
+VERSION_TABLE: Final = "workrail_schema_migrations"
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    description: str
+    sql: str
+
+
+V1 = """
+CREATE TABLE workrail_sessions (
+    session_id     text PRIMARY KEY,
+    event_count    integer NOT NULL CHECK (event_count >= 0),
+    manifest_count integer NOT NULL CHECK (manifest_count >= 0),
+    created_at     timestamptz NOT NULL,
+    last_activity  timestamptz NOT NULL
+);
+
+CREATE TABLE workrail_events (
+    session_id  text NOT NULL REFERENCES workrail_sessions (session_id),
+    event_index integer NOT NULL CHECK (event_index >= 0),
+    dedupe_key  text NOT NULL,
+    body        bytea NOT NULL,
+    PRIMARY KEY (session_id, event_index),
+    UNIQUE (session_id, dedupe_key)
+);
+
+CREATE TABLE workrail_manifest (
+    session_id     text NOT NULL REFERENCES workrail_sessions (session_id),
+    manifest_index integer NOT NULL CHECK (manifest_index >= 0),
+    kind           text NOT NULL,
+    body           bytea NOT NULL,
+    PRIMARY KEY (session_id, manifest_index)
+);
+
+CREATE TABLE workrail_snapshots (
+    ref  text PRIMARY KEY,
+    body bytea NOT NULL
+);
+
+CREATE TABLE workrail_pinned_workflows (
+    workflow_hash text PRIMARY KEY,
+    body          bytea NOT NULL
+);
+
+CREATE TABLE workrail_keyring (
+    name       text PRIMARY KEY,
+    document   bytea NOT NULL,
+    updated_at timestamptz NOT NULL
+);
+"""
+
+MIGRATIONS: Final = (
+    Migration(1, "sessions, events, manifest, snapshots, pinned workflows, keyring", V1),
+)
+
+LATEST: Final = MIGRATIONS[-1].version
+
+
+@dataclass(frozen=True)
+class SchemaTooNew:
+    found: int
+
+    @property
+    def message(self) -> str:
+        return (
+            f"The database's WorkRail schema is version {self.found}, newer than this "
+            f"WorkRail knows (up to {LATEST}); upgrade WorkRail on every server that uses "
+            "this database, or point --store at another database."
+        )
+
+
+def migrate(conn: Connection) -> int | SchemaTooNew:
+    """Bring the schema to `LATEST` in one transaction; the version now in place, or why
+    this code must not use the database. Raises psycopg errors for the caller to map."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", MIGRATION_LOCK)
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} ("
+            "version integer PRIMARY KEY, description text NOT NULL, "
+            "applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        row = conn.execute(f"SELECT coalesce(max(version), 0) FROM {VERSION_TABLE}").fetchone()
+        current = int(row[0]) if row is not None else 0
+        if current > LATEST:
+            return SchemaTooNew(current)
+        for migration in MIGRATIONS:
+            if migration.version <= current:
+                continue
+            conn.execute(migration.sql.encode())
+            conn.execute(
+                f"INSERT INTO {VERSION_TABLE} (version, description) VALUES (%s, %s)",
+                (migration.version, migration.description),
+            )
+        return LATEST

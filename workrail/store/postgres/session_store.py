@@ -1,0 +1,461 @@
+"""Sessions in PostgreSQL: strict loads through an in-process cache that is extended with
+only the new rows, and one transaction per `write`.
+
+A write is ONE transaction: take the session's transaction-scoped advisory lock (or fail
+fast with the retryable SESSION_LOCKED the file store returns), load what other replicas
+committed since the cached state, run the caller's function — each `append` is validated
+by the core's append rules and inserts its events, manifest records and counters at once —
+notify watchers, COMMIT. The commit is the acknowledgement; a transaction that fails or
+whose function returns a failure rolls back whole, so several appends in one write (an
+import) are all-or-nothing. Primary keys on (session, event index) and (session, manifest
+index), a unique (session, dedupe key) and a compare-and-set on the session's counters are
+the last line of defence: a second writer that slipped past the lock fails, it never forks.
+
+The cache only ever holds committed state: a transaction extends a fork of it and
+publishes the fork once COMMIT succeeded.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Final, Protocol, TypeVar
+
+import psycopg
+from psycopg_pool import PoolTimeout
+from returns.result import Failure, Result, Success
+
+from workrail.core.append import PartialOverlap, manifest_group, plan_problem, recorded_events
+from workrail.core.canonical import CanonicalJsonError, canonical_bytes
+from workrail.core.events import DomainEvent
+from workrail.core.health import HEALTHY, Corruption, SessionHealth
+from workrail.core.ids import is_session_id
+from workrail.core.log_reader import CorruptionError
+from workrail.core.manifest import ManifestRecord
+from workrail.core.session_index import ProjectionError
+from workrail.store.errors import StoreError
+from workrail.store.ports import LIST_PAGE_MAX, AppendOutcome, AppendPlan, PrefixLoad, SessionLog
+from workrail.store.postgres.connection import (
+    Connection,
+    Database,
+    is_connection_lost,
+    store_error,
+    unavailable,
+)
+from workrail.store.postgres.locks import WriterGuard, locked_elsewhere, session_lock_key
+from workrail.store.postgres.log_state import LogState, extend
+
+T = TypeVar("T")
+E = TypeVar("E")
+
+CACHED_SESSIONS: Final = 256
+NOTIFY_CHANNEL: Final = "workrail_appends"
+"""`pg_notify` channel; the payload is the session id. Delivered at COMMIT only."""
+
+
+class AppendProjector(Protocol):
+    """Runs inside an append's transaction, after its rows are inserted: a read model that
+    must never disagree with the log updates its tables here, on the same connection, and
+    commits or rolls back with the append. Raise a psycopg error to refuse the append."""
+
+    def __call__(
+        self, conn: Connection, session_id: str, events: Sequence[DomainEvent]
+    ) -> None: ...
+
+
+@dataclass
+class _Slot:
+    """A session's cached state and the lock that orders its in-process readers."""
+
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    state: LogState | None = None
+
+
+class _Rollback(Exception):
+    """Leave the transaction block, rolling back, with this answer."""
+
+    def __init__(self, result: Result[object, object]) -> None:
+        super().__init__("rollback")
+        self.result = result
+
+
+class _CountersMoved(Exception):
+    """The session's counters were not where this transaction loaded them."""
+
+
+class _StaleConnection(Exception):
+    """The pooled connection died before the transaction did anything."""
+
+
+def invalid_reference(session_id: str) -> StoreError:
+    return StoreError("INVALID_REFERENCE", f"not a session id: {session_id[:60]!r}")
+
+
+def not_healthy(corruption: Corruption) -> StoreError:
+    return StoreError(
+        "SESSION_NOT_HEALTHY",
+        f"Session corruption detected: {corruption.code}",
+        health=SessionHealth.of(corruption),
+    )
+
+
+class PostgresSessionStore:
+    """See the module docstring."""
+
+    def __init__(self, db: Database, projectors: Sequence[AppendProjector] = ()) -> None:
+        self._db = db
+        self._projectors = tuple(projectors)
+        self._slots: OrderedDict[str, _Slot] = OrderedDict()
+        self._slots_mutex = threading.Lock()
+        self._guard = WriterGuard()
+
+    # --- cache -----------------------------------------------------------------------
+
+    def _slot(self, session_id: str) -> _Slot:
+        with self._slots_mutex:
+            slot = self._slots.get(session_id)
+            if slot is None:
+                slot = self._slots[session_id] = _Slot()
+                while len(self._slots) > CACHED_SESSIONS:
+                    self._slots.popitem(last=False)
+            else:
+                self._slots.move_to_end(session_id)
+            return slot
+
+    def _forget(self, session_id: str) -> None:
+        with self._slots_mutex:
+            self._slots.pop(session_id, None)
+
+    def _refresh(self, conn: Connection, session_id: str, slot: _Slot) -> LogState | Corruption:
+        """Bring the slot up to what the database holds, fetching only what is new: one
+        small query when nothing changed (call with `slot.lock` held)."""
+        state = slot.state if slot.state is not None else LogState()
+        row = conn.execute(
+            "SELECT event_count, manifest_count FROM workrail_sessions WHERE session_id = %s",
+            (session_id,),
+        ).fetchone()
+        if row is None:
+            slot.state = None
+            return LogState()
+        event_count, manifest_count = int(row[0]), int(row[1])
+        if manifest_count == len(state.manifest):
+            slot.state = state
+            return state
+        if manifest_count < len(state.manifest):  # the database went back in time: reload
+            state = LogState()
+        manifest_rows, event_rows = _fetch_rows(
+            conn, session_id, len(state.manifest), manifest_count, len(state.events), event_count
+        )
+        try:
+            if len(manifest_rows) != manifest_count - len(state.manifest):
+                raise CorruptionError(
+                    Corruption("missing_attested_segment", "Manifest rows are missing", "tail")
+                )
+            extend(state, manifest_rows, event_rows)
+        except CorruptionError as exc:
+            slot.state = None
+            return exc.corruption
+        slot.state = state
+        return state
+
+    def _publish(self, session_id: str, state: LogState) -> None:
+        """A committed transaction's state becomes the cached one (unless a reader already
+        cached something newer)."""
+        slot = self._slot(session_id)
+        with slot.lock:
+            if slot.state is None or len(slot.state.manifest) <= len(state.manifest):
+                slot.state = state
+
+    # --- reads -----------------------------------------------------------------------
+
+    def read(self, session_id: str, fn: Callable[[SessionLog], T]) -> Result[T, StoreError]:
+        """Strictly load (one query when the cache is current) and call `fn` with the
+        view. Never takes the writer lock."""
+        if not is_session_id(session_id):
+            return Failure(invalid_reference(session_id))
+        slot = self._slot(session_id)
+        with slot.lock:
+            loaded = self._db.run(lambda conn: self._refresh(conn, session_id, slot))
+            if isinstance(loaded, Failure):
+                return loaded
+            state = loaded.unwrap()
+            if isinstance(state, Corruption):
+                return Failure(not_healthy(state))
+            return Success(fn(state.view(session_id)))
+
+    def health(self, session_id: str) -> Result[SessionHealth, StoreError]:
+        result = self.read(session_id, lambda _log: HEALTHY)
+        if isinstance(result, Success):
+            return result
+        error: StoreError = result.failure()
+        if error.health is None:
+            return Failure(error)
+        return Success(error.health)
+
+    def load_prefix(self, session_id: str) -> Result[PrefixLoad, StoreError]:
+        """The longest valid prefix, loaded afresh (the cache holds only healthy logs)."""
+        if not is_session_id(session_id):
+            return Failure(invalid_reference(session_id))
+
+        def load(conn: Connection) -> PrefixLoad:
+            manifest_rows, event_rows = _fetch_rows(conn, session_id, 0, None, 0, None)
+            state = LogState()
+            reason = extend(state, manifest_rows, event_rows, salvage=True)
+            return PrefixLoad(tuple(state.events), tuple(state.manifest), reason is None, reason)
+
+        return self._db.run(load)
+
+    def exists(self, session_id: str) -> Result[bool, StoreError]:
+        if not is_session_id(session_id):
+            return Failure(invalid_reference(session_id))
+        return self._db.run(
+            lambda conn: (
+                conn.execute(
+                    "SELECT 1 FROM workrail_sessions WHERE session_id = %s", (session_id,)
+                ).fetchone()
+                is not None
+            )
+        )
+
+    def list_ids(
+        self, *, after: str | None = None, limit: int = LIST_PAGE_MAX
+    ) -> Result[list[str], StoreError]:
+        """One page, by the primary key's index: never a scan of every session."""
+        size = max(0, min(limit, LIST_PAGE_MAX))
+
+        def page(conn: Connection) -> list[str]:
+            rows = conn.execute(
+                "SELECT session_id FROM workrail_sessions WHERE session_id > %s "
+                "ORDER BY session_id LIMIT %s",
+                (after or "", size),
+            ).fetchall()
+            return [str(r[0]) for r in rows]
+
+        return self._db.run(page)
+
+    def last_activity(self, session_id: str) -> Result[datetime | None, StoreError]:
+        """When the latest append was written (the database's clock, in its transaction)."""
+        if not is_session_id(session_id):
+            return Failure(invalid_reference(session_id))
+
+        def stamp(conn: Connection) -> datetime | None:
+            row = conn.execute(
+                "SELECT last_activity FROM workrail_sessions WHERE session_id = %s", (session_id,)
+            ).fetchone()
+            return None if row is None else row[0].astimezone(UTC)
+
+        return self._db.run(stamp)
+
+    # --- writes ----------------------------------------------------------------------
+
+    def write(
+        self, session_id: str, fn: Callable[[_Txn], Result[T, E]]
+    ) -> Result[T, E | StoreError]:
+        """Run `fn` as the session's only writer, in one transaction (module docstring)."""
+        if not is_session_id(session_id):
+            return Failure(invalid_reference(session_id))
+        with self._guard.hold(session_id) as refused:
+            if refused is not None:
+                return Failure(refused)
+            for attempt in (1, 2):
+                try:
+                    with self._db.connection() as conn:
+                        return self._transaction(conn, session_id, fn)
+                except _StaleConnection as exc:
+                    if attempt == 2:
+                        return Failure(unavailable(exc.__cause__ or exc, self._db.url))
+                    self._db.discard_broken()
+                except PoolTimeout as exc:
+                    return Failure(unavailable(exc, self._db.url))
+                except psycopg.Error as exc:
+                    # COMMIT (or ROLLBACK) failed: whether it landed is unknown, so forget
+                    # the cache and let the caller retry (appends are idempotent by key).
+                    self._forget(session_id)
+                    return Failure(store_error(exc, self._db.url))
+        raise AssertionError("unreachable")
+
+    def _transaction(
+        self, conn: Connection, session_id: str, fn: Callable[[_Txn], Result[T, E]]
+    ) -> Result[T, E | StoreError]:
+        txn: _Txn | None = None
+        try:
+            with conn.transaction():
+                try:
+                    row = conn.execute(
+                        "SELECT pg_try_advisory_xact_lock(%s)", (session_lock_key(session_id),)
+                    ).fetchone()
+                except psycopg.Error as exc:
+                    if is_connection_lost(exc):
+                        raise _StaleConnection(str(exc)) from exc
+                    raise
+                if row is None or not row[0]:
+                    raise _Rollback(Failure(locked_elsewhere()))
+                slot = self._slot(session_id)
+                with slot.lock:
+                    base = self._refresh(conn, session_id, slot)
+                if isinstance(base, Corruption):
+                    raise _Rollback(Failure(not_healthy(base)))
+                txn = _Txn(self, conn, session_id, base)
+                try:
+                    result = fn(txn)
+                finally:
+                    txn.closed = True
+                if txn.broken is not None:
+                    raise _Rollback(Failure(txn.broken))
+                if isinstance(result, Failure):
+                    raise _Rollback(result)
+        except _Rollback as stop:
+            return stop.result  # type: ignore[return-value]
+        if txn.pending is not None:
+            self._publish(session_id, txn.pending)
+        return result
+
+    def _append(self, txn: _Txn, plan: AppendPlan) -> Result[AppendOutcome, StoreError]:
+        current = txn.current
+        try:
+            existing = recorded_events(current.index.dedupe, current.events, plan)
+        except PartialOverlap as exc:
+            return Failure(StoreError("SESSION_STORE_INVARIANT_VIOLATION", str(exc)))
+        if existing is not None:
+            return Success(AppendOutcome(existing, deduplicated=True))
+        problem = plan_problem(current.index, len(current.events), txn.session_id, plan)
+        if problem is not None:
+            return Failure(StoreError("SESSION_STORE_INVARIANT_VIOLATION", problem))
+        try:
+            bodies = [canonical_bytes(e.to_json()) for e in plan.events]
+        except CanonicalJsonError as exc:
+            return Failure(StoreError("SESSION_STORE_INVARIANT_VIOLATION", str(exc)))
+        segment = b"".join(body + b"\n" for body in bodies)
+        manifest_before = len(current.manifest)
+        records = manifest_group(txn.session_id, manifest_before, plan, segment)
+        after = current.fork() if txn.pending is None else current
+        try:
+            after.add(plan.events, records)
+        except ProjectionError as exc:
+            txn.broken = StoreError("SESSION_STORE_INVARIANT_VIOLATION", str(exc))
+            return Failure(txn.broken)
+        try:
+            self._insert(txn, plan.events, bodies, records, manifest_before, after)
+        except (psycopg.IntegrityError, _CountersMoved) as exc:
+            self._forget(txn.session_id)
+            what = exc.diag.constraint_name if isinstance(exc, psycopg.Error) else None
+            txn.broken = StoreError(
+                "SESSION_LOCKED",
+                "another writer appended to this session at the same time "
+                f"({what or 'session counters'}); retry to see its result",
+            )
+            return Failure(txn.broken)
+        except psycopg.Error as exc:
+            txn.broken = store_error(exc, self._db.url)
+            return Failure(txn.broken)
+        txn.pending = after
+        return Success(AppendOutcome(plan.events, deduplicated=False))
+
+    def _insert(
+        self,
+        txn: _Txn,
+        events: Sequence[DomainEvent],
+        bodies: Sequence[bytes],
+        records: Sequence[ManifestRecord],
+        manifest_before: int,
+        after: LogState,
+    ) -> None:
+        """Every row of one append, in one pipelined round trip."""
+        conn, session_id = txn.conn, txn.session_id
+        with conn.pipeline():
+            counters = conn.cursor()
+            counters.execute(
+                "INSERT INTO workrail_sessions AS s "
+                "(session_id, event_count, manifest_count, created_at, last_activity) "
+                "VALUES (%s, %s, %s, clock_timestamp(), clock_timestamp()) "
+                "ON CONFLICT (session_id) DO UPDATE SET event_count = EXCLUDED.event_count, "
+                "manifest_count = EXCLUDED.manifest_count, last_activity = EXCLUDED.last_activity "
+                "WHERE s.manifest_count = %s RETURNING 1",
+                (session_id, len(after.events), len(after.manifest), manifest_before),
+            )
+            rows = conn.cursor()
+            rows.executemany(
+                "INSERT INTO workrail_events (session_id, event_index, dedupe_key, body) "
+                "VALUES (%s, %s, %s, %s)",
+                [
+                    (session_id, e.eventIndex, e.dedupeKey, body)
+                    for e, body in zip(events, bodies, strict=True)
+                ],
+            )
+            rows.executemany(
+                "INSERT INTO workrail_manifest (session_id, manifest_index, kind, body) "
+                "VALUES (%s, %s, %s, %s)",
+                [
+                    (session_id, r.manifestIndex, r.kind, canonical_bytes(r.to_json()))
+                    for r in records
+                ],
+            )
+            rows.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, session_id))
+        if counters.fetchone() is None:
+            raise _CountersMoved(f"{session_id} changed after it was loaded under the lock")
+        for projector in self._projectors:
+            projector(conn, session_id, events)
+
+
+class _Txn:
+    """The write capability handed to a `write` callback; dead once the callback returns."""
+
+    def __init__(
+        self, store: PostgresSessionStore, conn: Connection, session_id: str, base: LogState
+    ) -> None:
+        self._store = store
+        self.conn = conn
+        self.session_id = session_id
+        self.base = base
+        self.pending: LogState | None = None  # the fork this transaction extended
+        self.broken: StoreError | None = None  # a failed append: the transaction must roll back
+        self.closed = False
+
+    @property
+    def current(self) -> LogState:
+        return self.pending if self.pending is not None else self.base
+
+    @property
+    def log(self) -> SessionLog:
+        """Includes what this transaction appended (read-your-writes)."""
+        return self.current.view(self.session_id)
+
+    def append(self, plan: AppendPlan) -> Result[AppendOutcome, StoreError]:
+        if self.closed:
+            message = "write capability used after release"
+            return Failure(StoreError("SESSION_STORE_INVARIANT_VIOLATION", message))
+        if self.broken is not None:
+            return Failure(self.broken)
+        return self._store._append(self, plan)
+
+
+def _fetch_rows(
+    conn: Connection,
+    session_id: str,
+    manifest_from: int,
+    manifest_to: int | None,
+    events_from: int,
+    events_to: int | None,
+) -> tuple[list[bytes], dict[int, bytes]]:
+    """Manifest bodies in order, and event bodies by index, for the given ranges (None:
+    to the end), fetched in one pipelined round trip."""
+    high = 2**31 - 1
+    with conn.pipeline():
+        manifest = conn.cursor(binary=True)
+        manifest.execute(
+            "SELECT body FROM workrail_manifest WHERE session_id = %s "
+            "AND manifest_index >= %s AND manifest_index < %s ORDER BY manifest_index",
+            (session_id, manifest_from, high if manifest_to is None else manifest_to),
+        )
+        events = conn.cursor(binary=True)
+        events.execute(
+            "SELECT event_index, body FROM workrail_events WHERE session_id = %s "
+            "AND event_index >= %s AND event_index < %s ORDER BY event_index",
+            (session_id, events_from, high if events_to is None else events_to),
+        )
+    manifest_rows = [bytes(r[0]) for r in manifest.fetchall()]
+    event_rows = {int(r[0]): bytes(r[1]) for r in events.fetchall()}
+    return manifest_rows, event_rows

@@ -49,6 +49,7 @@ def test_import_into_a_fresh_data_dir_continues_like_the_original(
         "stateToken",
         "ackToken",
         "checkpointToken",
+        "continueToken",
         "isComplete",
         "pending",
         "nextIntent",

@@ -17,16 +17,25 @@ from workrail.store.local.backend import LocalBackend
 pytestmark = pytest.mark.anyio
 
 
+def _call_kind(call: dict[str, Any]) -> str:
+    """advance or rehydrate, in either protocol (a ct1. token advances once output is
+    added; a state-only st1. token only recovers)."""
+    params = call["params"]
+    if "continueToken" in params:
+        return "advance" if params["continueToken"].startswith("ct1.") else "rehydrate"
+    return str(params["intent"])
+
+
 def assert_agrees(answer: dict[str, Any]) -> None:
     """The one rule every step answer follows."""
     intent, call = answer["nextIntent"], answer["nextCall"]
     if intent == "complete":
         assert call is None and answer["pending"] is None
     elif intent == "rehydrate_only":
-        assert call["params"]["intent"] == "rehydrate"
+        assert _call_kind(call) == "rehydrate"
     else:
         assert intent in {"perform_pending_then_continue", "await_user_confirmation"}
-        assert call["params"]["intent"] == "advance"
+        assert _call_kind(call) == "advance"
         assert answer["pending"] is not None
     for blocker in answer.get("blockers", {}).get("blockers", []):
         if answer.get("retryable"):

@@ -73,11 +73,11 @@ async def test_validation_runs_off_the_event_loop(
     entered, release = threading.Event(), threading.Event()
     real = validate_arguments
 
-    def held(tool: str, arguments: dict[str, Any]) -> EngineError | None:
+    def held(tool: str, arguments: dict[str, Any], *rest: Any) -> EngineError | None:
         if HUGE_KEY in arguments:
             entered.set()
             release.wait(timeout=10)
-        return real(tool, arguments)
+        return real(tool, arguments, *rest)
 
     monkeypatch.setattr(server_module, "validate_arguments", held)
     finished: list[str] = []

@@ -16,6 +16,7 @@ from workrail.store.local.keyring import Keyring
 from workrail.tokens import (
     AckToken,
     CheckpointToken,
+    ContinueToken,
     StateToken,
     TokenCodec,
     TokenError,
@@ -362,3 +363,40 @@ def test_error_envelope_matches_the_wire_contract(codec: TokenCodec) -> None:
         "retry": {"kind": "not_retryable"},
         "details": {"suggestion": "Use the stateToken returned by WorkRail."},
     }
+
+
+# --- continue tokens (state + ack in one) -------------------------------------------------
+
+
+def test_continue_token_round_trips_and_is_short() -> None:
+    codec = codec_for(KEY_A)
+    text = codec.mint_continue(session_id=SESSION, node_id=NODE, attempt_id=ATTEMPT)
+    assert text.startswith("ct1.") and len(text) == token_length("continue") == 91
+    parsed = codec.parse_continue(text).unwrap()
+    assert isinstance(parsed, ContinueToken)
+    assert parsed.ack() == AckToken(SESSION, NODE, ATTEMPT)
+
+
+def test_continue_parameter_accepts_the_state_only_kind() -> None:
+    codec = codec_for(KEY_A)
+    state = codec.mint_state(session_id=SESSION, node_id=NODE, workflow_hash=WORKFLOW_HASH)
+    assert codec.parse_continue(state).unwrap() == StateToken(SESSION, NODE, WF_REF)
+
+
+def test_an_ack_relabelled_as_continue_fails_its_signature() -> None:
+    """Same payload layout, different salt: kind separation holds for the new kind."""
+    codec = codec_for(KEY_A)
+    ack = codec.mint_ack(session_id=SESSION, node_id=NODE, attempt_id=ATTEMPT)
+    forged = "ct1." + ack.removeprefix("ack1.")
+    err = codec.parse_continue(forged)
+    assert isinstance(err, Failure) and err.failure().code == "TOKEN_BAD_SIGNATURE"
+    assert isinstance(codec.parse_ack("ack1." + forged.removeprefix("ct1.")), Success)
+
+
+@pytest.mark.parametrize("kind", ["ack", "checkpoint"])
+def test_continue_parameter_names_the_kind_it_got(kind: str) -> None:
+    codec = codec_for(KEY_A)
+    mint = codec.mint_ack if kind == "ack" else codec.mint_checkpoint
+    err = codec.parse_continue(mint(session_id=SESSION, node_id=NODE, attempt_id=ATTEMPT))
+    assert isinstance(err, Failure) and err.failure().code == "TOKEN_INVALID_FORMAT"
+    assert "Expected a continue token" in err.failure().message

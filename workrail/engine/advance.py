@@ -30,15 +30,16 @@ from workrail.engine.errors import EngineError, error, internal
 from workrail.engine.events_builder import PlanBuilder
 from workrail.engine.loaded import (
     CompiledCache,
+    NodeAddress,
     NodeFacts,
     load_snapshot,
     remember_snapshot,
     resolve_state,
 )
-from workrail.engine.responses import advance_response
+from workrail.engine.responses import CallStyle, advance_response
 from workrail.engine.store_errors import from_store
 from workrail.store.ports import AppendPlan, SessionLog, SnapshotPin, WriteTxn
-from workrail.tokens import AckToken, StateToken
+from workrail.tokens import AckToken
 from workrail.workflow.advance import Advanced, AdvanceRequest, decide_advance
 
 
@@ -55,12 +56,14 @@ class AgentOutput:
 def advance(
     deps: EngineDeps,
     cache: CompiledCache,
-    state: StateToken,
+    state: NodeAddress,
     ack: AckToken,
     output: AgentOutput,
     context: dict[str, Any] | None,
+    style: CallStyle = "v1",
 ) -> Result[dict[str, Any], EngineError]:
-    """`context`, if any, was validated by the caller (the Engine facade)."""
+    """`context`, if any, was validated by the caller (the Engine facade); `style` is the
+    protocol the call used, which the answer's nextCall follows."""
     artifacts_ok = _check_artifacts(output)
     if artifacts_ok is not None:
         return Failure(artifacts_ok)
@@ -74,7 +77,7 @@ def advance(
         recorded = _recorded(log, key)
         if recorded is None:
             return Success(None)
-        return advance_response(deps, cache, log, recorded).map(
+        return advance_response(deps, cache, log, recorded, style).map(
             lambda response: _with_replay_warning(response, log, recorded, output)
         )
 
@@ -103,7 +106,7 @@ def advance(
         log = txn.log
         recorded = _recorded(log, key)
         assert recorded is not None
-        return advance_response(deps, cache, log, recorded)
+        return advance_response(deps, cache, log, recorded, style)
 
     written = deps.sessions.write(session_id, first_time)
     if isinstance(written, Failure):
@@ -370,9 +373,9 @@ def _not_recorded_warning(*, blocked: bool) -> dict[str, Any]:
         )
     else:
         suggestion = (
-            "Continue with the tokens in this response. To record new output for the same "
-            'step, call continue_workflow with intent "rehydrate" to get a fresh ackToken, '
-            "then advance with it."
+            "Continue with the tokens in this response (nextCall). To record new output for "
+            'the same step instead, call continue_workflow with intent "rehydrate" and that '
+            "step's stateToken to get a fresh ackToken, then advance with it."
         )
     return {
         "code": "OUTPUT_NOT_RECORDED",

@@ -22,7 +22,7 @@ from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError, error
 from workrail.engine.loaded import CompiledCache
 from workrail.engine.sessions_view import all_session_ids
-from workrail.tokens import TokenError, check_advance_scope
+from workrail.tokens import StateToken, TokenError, check_advance_scope
 
 Response = Result[dict[str, Any], EngineError]
 
@@ -88,6 +88,45 @@ class Engine:
         output = AgentOutput(notes_markdown, tuple(artifacts or ()))
         return advance_uc.advance(
             self.deps, self._compiled, state.unwrap(), ack.unwrap(), output, context
+        )
+
+    def continue_with(
+        self,
+        continue_token: str,
+        *,
+        advance: bool,
+        notes_markdown: str | None = None,
+        artifacts: list[Any] | None = None,
+        context: dict[str, Any] | None = None,
+    ) -> Response:
+        """continue_workflow with one continueToken: advance from its node with its
+        attempt, or (`advance` False) rehydrate its node. A state-only token (st1.) can
+        only rehydrate. Answers follow the same protocol in their nextCall."""
+        parsed = self.deps.codec.parse_continue(continue_token)
+        if isinstance(parsed, Failure):
+            return Failure(_token_error(parsed.failure()))
+        token = parsed.unwrap()
+        checked = _continue_context(context)
+        if checked is not None:
+            return Failure(checked)
+        if not advance:
+            given = continue_token if isinstance(token, StateToken) else None
+            return rehydrate_uc.rehydrate(
+                self.deps, self._compiled, given, token, context, "continue"
+            )
+        if isinstance(token, StateToken):
+            return Failure(
+                error(
+                    "VALIDATION_ERROR",
+                    "This continueToken is state-only (st1.…): it can recover the current "
+                    "step, not complete it.",
+                    "Send continue_workflow with this continueToken and no output to "
+                    "rehydrate; then advance with the continueToken of that answer.",
+                )
+            )
+        output = AgentOutput(notes_markdown, tuple(artifacts or ()))
+        return advance_uc.advance(
+            self.deps, self._compiled, token, token.ack(), output, context, "continue"
         )
 
     def checkpoint(self, checkpoint_token: str) -> Response:

@@ -118,11 +118,18 @@ def _response(
         if pending is not None
         else None
     )
+    body: dict[str, Any] = {
+        "checkpointNodeId": checkpoint_id,
+        "stateToken": state_token,
+        "sessionId": session_id,
+    }
+    if ack is not None:
+        body["continueToken"] = deps.codec.mint_continue(
+            session_id=session_id, node_id=node.node_id, attempt_id=token.attempt_id
+        )
     return Success(
         {
-            "checkpointNodeId": checkpoint_id,
-            "stateToken": state_token,
-            "sessionId": session_id,
+            **body,
             "nextIntent": "perform_pending_then_continue" if pending is not None else "complete",
             "nextCall": next_call(state_token, ack),
         }

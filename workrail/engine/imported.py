@@ -15,7 +15,7 @@ from returns.result import Failure
 from workrail.bundle.import_ import ImportResult
 from workrail.engine.api import Engine
 
-_FROM_REHYDRATE = ("ackToken", "checkpointToken")
+_FROM_REHYDRATE = ("ackToken", "checkpointToken", "continueToken")
 
 
 def tokens_for_import(engine: Engine, result: ImportResult) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from returns.result import Failure, Result, Success
 
@@ -16,11 +16,22 @@ from workrail.core.snapshot import BlockedState, ExecutionSnapshot, RunningState
 from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError, error
 from workrail.store.ports import SessionLog
-from workrail.tokens import StateToken
 from workrail.workflow.compiler import CompiledWorkflow, compile_pinned
 from workrail.workflow.envelopes import parse_pinned
 
 Purpose = Literal["rehydrate", "advance"]
+
+
+class NodeAddress(Protocol):
+    """What names a node: a stateToken, or the state half of a continueToken."""
+
+    @property
+    def session_id(self) -> str: ...
+
+    @property
+    def node_id(self) -> str: ...
+
+    def matches_workflow_hash(self, workflow_hash: str) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -42,7 +53,7 @@ class NodeFacts:
 
 
 def resolve_state(
-    log: SessionLog, token: StateToken, purpose: Purpose
+    log: SessionLog, token: NodeAddress, purpose: Purpose
 ) -> Result[NodeFacts, EngineError]:
     """Spec 30 §4 durable checks: node, run, and the workflow-hash ref against both."""
     noun = "stateToken" if purpose == "rehydrate" else "token"

@@ -13,11 +13,10 @@ from workrail.core.session_index import ProjectionError, SessionIndex
 from workrail.core.snapshot import CompleteState
 from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError, error
-from workrail.engine.loaded import CompiledCache, load_snapshot, resolve_state
-from workrail.engine.responses import next_call, next_intent, pending_instance
+from workrail.engine.loaded import CompiledCache, NodeAddress, load_snapshot, resolve_state
+from workrail.engine.responses import CallStyle, next_intent, pending_instance, step_call
 from workrail.engine.store_errors import from_store
 from workrail.store.ports import SessionLog
-from workrail.tokens import StateToken
 from workrail.workflow.prompts import RecoveryContext, render_pending, render_recovery
 
 # Headings, the branch summary and function definitions around the recaps.
@@ -27,12 +26,15 @@ RECOVERY_FRAME_BYTES = 1024
 def rehydrate(
     deps: EngineDeps,
     cache: CompiledCache,
-    state_token: str,
-    state: StateToken,
+    given_state_token: str | None,
+    state: NodeAddress,
     context: dict[str, Any] | None,
+    style: CallStyle = "v1",
 ) -> Result[dict[str, Any], EngineError]:
     """A pure read. `context` is validated by the caller and then ignored, as the
-    reference does: rehydrating never changes the run."""
+    reference does: rehydrating never changes the run. The answer echoes the stateToken
+    it was given (the reference does), or mints the node's when it came as the state half
+    of a continueToken."""
     del context
 
     def answer(log: SessionLog) -> Result[dict[str, Any], EngineError]:
@@ -40,6 +42,9 @@ def rehydrate(
         if isinstance(resolved, Failure):
             return Failure(resolved.failure())
         facts = resolved.unwrap()
+        state_token = given_state_token or deps.codec.mint_state(
+            session_id=log.session_id, node_id=facts.node_id, workflow_hash=facts.workflow_hash
+        )
         snapshot = load_snapshot(deps, facts.node.data.snapshotRef)
         if isinstance(snapshot, EngineError):
             return Failure(snapshot)
@@ -73,6 +78,9 @@ def rehydrate(
         attempt = deps.mint("attempt")
         session_id, node_id = log.session_id, facts.node_id
         ack = deps.codec.mint_ack(session_id=session_id, node_id=node_id, attempt_id=attempt)
+        continue_token = deps.codec.mint_continue(
+            session_id=session_id, node_id=node_id, attempt_id=attempt
+        )
         context_at_node = log.index.context_before(facts.run_id, facts.node.eventIndex)
         base = render_pending(compiled.unwrap(), instance, context_at_node)
         budget = REHYDRATE_PROMPT_MAX_BYTES - utf8_len(base.prompt) - RECOVERY_FRAME_BYTES
@@ -86,12 +94,13 @@ def rehydrate(
                 "checkpointToken": deps.codec.mint_checkpoint(
                     session_id=session_id, node_id=node_id, attempt_id=attempt
                 ),
+                "continueToken": continue_token,
                 "isComplete": complete,
                 "pending": pending.to_json(),
                 "preferences": preferences,
                 "sessionId": session_id,
                 "nextIntent": next_intent(pending, complete=complete),
-                "nextCall": next_call(state_token, ack),
+                "nextCall": step_call(style, state_token, ack, continue_token),
             }
         )
 

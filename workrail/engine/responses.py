@@ -24,6 +24,10 @@ from workrail.store.ports import SessionLog
 from workrail.workflow.compiler import CompiledWorkflow
 from workrail.workflow.prompts import PendingPrompt, render_pending
 
+CallStyle = Literal["v1", "continue"]
+"""The protocol a continue_workflow call used: the reference's v1.4 fields (intent,
+stateToken, ackToken) or one continueToken. An answer's nextCall follows its call's."""
+
 NextIntent = Literal[
     "perform_pending_then_continue", "await_user_confirmation", "rehydrate_only", "complete"
 ]
@@ -59,11 +63,22 @@ def next_call(state_token: str, ack_token: str | None) -> dict[str, Any] | None:
     }
 
 
-def rehydrate_call(state_token: str) -> dict[str, Any]:
+def rehydrate_call(state_token: str, style: CallStyle = "v1") -> dict[str, Any]:
+    if style == "continue":
+        return {"tool": "continue_workflow", "params": {"continueToken": state_token}}
     return {
         "tool": "continue_workflow",
         "params": {"intent": "rehydrate", "stateToken": state_token},
     }
+
+
+def step_call(
+    style: CallStyle, state_token: str, ack_token: str | None, continue_token: str | None
+) -> dict[str, Any] | None:
+    """The advance nextCall in the call's own protocol (None when nothing can advance)."""
+    if style == "continue" and continue_token is not None and ack_token is not None:
+        return {"tool": "continue_workflow", "params": {"continueToken": continue_token}}
+    return next_call(state_token, ack_token)
 
 
 # The reference's fixes predate retryAckToken and tell the agent to rehydrate for a fresh
@@ -155,6 +170,7 @@ def advance_response(
     compiled_cache: CompiledCache,
     log: SessionLog,
     record: AdvanceRecorded,
+    style: CallStyle = "v1",
 ) -> Result[dict[str, Any], EngineError]:
     """The response for a recorded advance, first time and replay alike."""
     outcome = record.data.outcome
@@ -192,9 +208,11 @@ def advance_response(
     complete = isinstance(snapshot.state, CompleteState)
     response: dict[str, Any] = {"kind": "ok", "stateToken": state_token}
     ack: str | None = None
+    call_attempt: str | None = None
     pending: PendingPrompt | None = None
     if instance is not None:
         child = next_attempt_id(record.data.attemptId)
+        call_attempt = child
         ack = deps.codec.mint_ack(session_id=session_id, node_id=target.node_id, attempt_id=child)
         response["ackToken"] = ack
         response["checkpointToken"] = deps.codec.mint_checkpoint(
@@ -225,15 +243,24 @@ def advance_response(
             )
             response["retryAckToken"] = retry_ack
             call_ack = retry_ack
+            call_attempt = state.blocked.retry_attempt_id
         else:
-            call_ack = None
+            call_ack = call_attempt = None
         validation = _validation(log, state)
         if validation is not None:
             response["validation"] = validation
-    response["nextCall"] = next_call(state_token, call_ack)
+    continue_token: str | None = None
+    if call_ack is not None and call_attempt is not None:
+        continue_token = deps.codec.mint_continue(
+            session_id=session_id, node_id=target.node_id, attempt_id=call_attempt
+        )
+        response["continueToken"] = continue_token
+    response["nextCall"] = step_call(style, state_token, call_ack, continue_token)
     if call_ack is None and not complete:
+        # Nothing can be advanced from here: the state-only token is the way on.
+        response["continueToken"] = state_token
         response["nextIntent"] = "rehydrate_only"
-        response["nextCall"] = rehydrate_call(state_token)
+        response["nextCall"] = rehydrate_call(state_token, style)
     fork = fork_warning(deps, log, record.node_id, target.node_id)
     if fork is not None:
         response["warnings"] = [fork]

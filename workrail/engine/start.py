@@ -167,6 +167,9 @@ def create_session(
             "checkpointToken": deps.codec.mint_checkpoint(
                 session_id=session_id, node_id=root, attempt_id=attempt
             ),
+            "continueToken": deps.codec.mint_continue(
+                session_id=session_id, node_id=root, attempt_id=attempt
+            ),
             "isComplete": False,
             "pending": pending.to_json(),
             "preferences": dict(DEFAULT_PREFERENCES),

@@ -145,7 +145,11 @@ CONTINUE_WORKFLOW = ToolSpec(
     name="continue_workflow",
     title="Continue a workflow",
     description=(
-        "Move a workflow run forward or recover it.\n"
+        "Move a workflow run forward or recover it. Two ways to call it:\n"
+        "- Simplest: send the continueToken of the latest response, plus output to complete "
+        "the pending step; without output it recovers the step instead (the intent is "
+        "inferred; you may still give it).\n"
+        "- Or, as in WorkRail v1.4:\n"
         '- intent "advance": you finished the pending step. Send stateToken, ackToken and '
         "output.notesMarkdown (what you did, decisions, files touched; steps with validation "
         "criteria check these notes). Returns the next step and fresh tokens. If kind is "
@@ -158,16 +162,31 @@ CONTINUE_WORKFLOW = ToolSpec(
     ),
     input_schema=_object(
         {
+            "continueToken": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": TOKEN_MAX_CHARS,
+                "description": (
+                    "The continueToken of the latest WorkRail response (ct1.… or, where "
+                    "nothing can be advanced, st1.…): one token for the next call instead of "
+                    "stateToken + ackToken. Never send it with them."
+                ),
+            },
             "intent": {
                 "type": "string",
                 "enum": ["advance", "rehydrate"],
-                "description": '"advance" to complete the pending step; "rehydrate" to recover it.',
+                "description": (
+                    '"advance" to complete the pending step; "rehydrate" to recover it. '
+                    "Required with stateToken; with continueToken it is inferred (output "
+                    'present → "advance", absent → "rehydrate").'
+                ),
             },
             "stateToken": {
                 "type": "string",
                 "minLength": 1,
                 "maxLength": TOKEN_MAX_CHARS,
-                "description": "The stateToken from the latest WorkRail response (st1…).",
+                "description": "The stateToken from the latest WorkRail response (st1.…). "
+                "Required unless you send continueToken.",
             },
             "ackToken": {
                 "type": "string",
@@ -203,7 +222,7 @@ CONTINUE_WORKFLOW = ToolSpec(
                 "additionalProperties": False,
             },
         },
-        ["intent", "stateToken"],
+        [],
     ),
     annotations=_annotations(read_only=False, idempotent=True),
     example={

@@ -27,6 +27,7 @@ from workrail import __version__
 from workrail.engine.api import Engine
 from workrail.engine.errors import EngineError, error
 from workrail.mcp.bundles import BundleToolError, export_tool, import_tool
+from workrail.mcp.normalize import normalize_arguments
 from workrail.mcp.raw_arguments import RawArguments
 from workrail.mcp.schemas import (
     CHECKPOINT_WORKFLOW,
@@ -104,6 +105,16 @@ class WorkrailTools:
 
     def continue_workflow(self, arguments: dict[str, Any]) -> Result[dict[str, Any], EngineError]:
         context = arguments.get("context")
+        if "continueToken" in arguments:
+            given = arguments.get("output")
+            intent = arguments.get("intent") or ("advance" if given is not None else "rehydrate")
+            return self.engine.continue_with(
+                arguments["continueToken"],
+                advance=intent == "advance",
+                notes_markdown=(given or {}).get("notesMarkdown"),
+                artifacts=(given or {}).get("artifacts"),
+                context=context,
+            )
         if arguments["intent"] == "rehydrate":
             return self.engine.rehydrate(arguments["stateToken"], context)
         output = arguments.get("output") or {}
@@ -130,11 +141,17 @@ def _validated_call(
 ) -> Result[dict[str, Any], ToolFailure]:
     """Validation and the engine call, together in one worker thread: judging hostile
     arguments is work too, and must not hold up other clients on the event loop."""
-    problem = validate_arguments(spec.name, arguments)
+    normalized = normalize_arguments(spec.name, arguments)
+    problem = validate_arguments(spec.name, normalized.arguments, normalized.conflicts)
     if problem is not None:
         log.info("%s rejected arguments: %s", spec.name, problem.details.get("validationErrors"))
         return Failure(problem)
-    return handler(arguments)
+    answer = handler(normalized.arguments)
+    if not normalized.warnings:
+        return answer
+    return answer.map(
+        lambda body: {**body, "warnings": [*normalized.warnings, *body.get("warnings", ())]}
+    )
 
 
 async def run_tool(spec: ToolSpec, handler: Handler, arguments: dict[str, Any]) -> CallToolResult:

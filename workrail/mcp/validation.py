@@ -23,7 +23,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from workrail.engine.errors import EngineError
-from workrail.mcp.schemas import TOOLS, ToolSpec
+from workrail.mcp.schemas import CONTINUE_WORKFLOW, TOOLS, ToolSpec
 
 ADVANCE_WITHOUT_ACK = (
     'intent is "advance" but ackToken is missing. To advance to the next step, include the '
@@ -74,6 +74,27 @@ _VALIDATORS: dict[str, Any] = {
     spec.name: Draft202012Validator(_without_free_subschemas(spec.input_schema)) for spec in TOOLS
 }
 _SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in TOOLS}
+# continue_workflow advertises no required field (a continueToken call needs neither);
+# without a continueToken the v1.4 fields are required, as the reference's schema says.
+_V1_CONTINUE = Draft202012Validator(
+    {
+        **_without_free_subschemas(CONTINUE_WORKFLOW.input_schema),
+        "required": ["intent", "stateToken"],
+    }
+)
+CONTINUE_TOKEN_MIXED = (
+    "continueToken replaces stateToken and ackToken: send continueToken alone (with output "
+    "to advance, without to recover), or stateToken and ackToken without it; not both."
+)
+CONTINUE_REHYDRATE_WITH_OUTPUT = (
+    'intent is "rehydrate" but output was provided. Rehydration is read-only state recovery '
+    "— it does not accept output. To advance, send the continueToken with output and no "
+    "intent (or intent \"advance\")."
+)
+CONTINUE_TEMPLATE: dict[str, Any] = {
+    "continueToken": "<continueToken from the latest response>",
+    "output": {"notesMarkdown": "<what you did for this step>"},
+}
 
 
 def _json_type(value: Any) -> str:
@@ -214,6 +235,12 @@ def _closest(key: str, known: list[str]) -> tuple[str, float] | None:
 def _cross_field(arguments: Mapping[str, Any]) -> list[dict[str, str]]:
     intent = arguments.get("intent")
     issues = []
+    if "continueToken" in arguments:
+        if "stateToken" in arguments or "ackToken" in arguments:
+            issues.append({"path": "continueToken", "message": CONTINUE_TOKEN_MIXED})
+        elif intent == "rehydrate" and "output" in arguments:
+            issues.append({"path": "output", "message": CONTINUE_REHYDRATE_WITH_OUTPUT})
+        return issues
     if intent == "advance" and "ackToken" not in arguments:
         issues.append({"path": "ackToken", "message": ADVANCE_WITHOUT_ACK})
     if intent == "rehydrate" and "ackToken" in arguments:
@@ -239,6 +266,8 @@ def _suggestion(issues: list[dict[str, str]], suggestions: list[dict[str, Any]])
 
 
 def _template(spec: ToolSpec, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    if spec.name == "continue_workflow" and "continueToken" in arguments:
+        return CONTINUE_TEMPLATE
     if spec.name == "continue_workflow" and arguments.get("intent") == "rehydrate":
         return {"intent": "rehydrate", "stateToken": "<stateToken from the latest response>"}
     return spec.example
@@ -260,15 +289,21 @@ def _too_wide(arguments: Mapping[str, Any]) -> list[dict[str, str]]:
     return issues
 
 
-def validate_arguments(tool: str, arguments: Mapping[str, Any]) -> EngineError | None:
-    """None when `arguments` satisfy the tool's schema and cross-field rules."""
+def validate_arguments(
+    tool: str, arguments: Mapping[str, Any], conflicts: list[dict[str, str]] | None = None
+) -> EngineError | None:
+    """None when `arguments` satisfy the tool's schema and cross-field rules; `conflicts`
+    are problems found before (an alias sent with its canonical field)."""
     spec = _SPECS[tool]
     suggestions: list[dict[str, Any]] = []
-    issues: list[dict[str, str]] = _too_wide(arguments)
+    issues: list[dict[str, str]] = _too_wide(arguments) + list(conflicts or ())
     if issues:
         return _invalid(spec, arguments, issues, suggestions)
+    validator = _VALIDATORS[tool]
+    if tool == "continue_workflow" and "continueToken" not in arguments:
+        validator = _V1_CONTINUE
     errors = sorted(
-        _VALIDATORS[tool].iter_errors(dict(arguments)),
+        validator.iter_errors(dict(arguments)),
         key=lambda e: (list(map(str, e.absolute_path)), str(e.validator)),
     )
     for err in errors:

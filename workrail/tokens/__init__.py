@@ -8,6 +8,11 @@ Format v1 (spec 30-tokens §7 leaves the encoding to us; the reference's bech32m
     st1.<64 base64url: sessionId ‖ nodeId ‖ workflowHashRef>.<22 base64url: MAC>   91 chars
     ack1.<64 base64url: sessionId ‖ nodeId ‖ attemptId>.<22 base64url: MAC>        92 chars
     chk1.<64 base64url: sessionId ‖ nodeId ‖ attemptId>.<22 base64url: MAC>        92 chars
+    ct1.<64 base64url: sessionId ‖ nodeId ‖ attemptId>.<22 base64url: MAC>         91 chars
+
+A continue token is state and ack in one (the `continueToken` protocol): it names the node
+and one advance attempt. It has no room for the workflowHashRef within 100 characters and
+needs none: the node's `node_created` event fixes the run's workflow hash.
 
 Each id field is the 16 bytes behind its `<prefix>_<26 base32>` text. MAC = first 16 bytes
 of HMAC-SHA256 over everything before the last `.` (so kind and version are signed too),
@@ -24,6 +29,7 @@ from workrail.tokens.layout import PREFIXES, token_length
 from workrail.tokens.models import (
     AckToken,
     CheckpointToken,
+    ContinueToken,
     StateToken,
     Token,
     TokenKind,
@@ -35,6 +41,7 @@ __all__ = [
     "PREFIXES",
     "AckToken",
     "CheckpointToken",
+    "ContinueToken",
     "KeySource",
     "StateToken",
     "Token",

@@ -34,9 +34,17 @@ from workrail.tokens.layout import (
     token_length,
     unpack_ack,
     unpack_checkpoint,
+    unpack_continue,
     unpack_state,
 )
-from workrail.tokens.models import AckToken, CheckpointToken, StateToken, Token, TokenKind
+from workrail.tokens.models import (
+    AckToken,
+    CheckpointToken,
+    ContinueToken,
+    StateToken,
+    Token,
+    TokenKind,
+)
 from workrail.tokens.signing import KeySource, make_signers
 
 
@@ -62,6 +70,24 @@ class TokenCodec:
     def mint_checkpoint(self, *, session_id: str, node_id: str, attempt_id: str) -> str:
         """Checkpoint token for one checkpoint on a node."""
         return self.encode(CheckpointToken(session_id, node_id, attempt_id))
+
+    def mint_continue(self, *, session_id: str, node_id: str, attempt_id: str) -> str:
+        """Continue token (state + ack in one) for one advance attempt from a node."""
+        return self.encode(ContinueToken(session_id, node_id, attempt_id))
+
+    def parse_continue(self, token: str) -> Result[ContinueToken | StateToken, TokenError]:
+        """A `continueToken` argument: a continue token (ct1.), or the state-only kind
+        (st1.) that rehydrate-only answers hand out."""
+        head = HEAD_RE.match(token) if isinstance(token, str) else None
+        if head is not None and KIND_WORDS[head.group(1)] == "state":
+            return self.parse_state(token)
+        verified = self._verify(token, "continue")
+        if isinstance(verified, Failure):
+            err = verified.failure()
+            if err.code == "TOKEN_INVALID_FORMAT" and head is not None:
+                return Failure(errors.not_a_continue_token(KIND_WORDS[head.group(1)], PREFIXES))
+            return Failure(err)
+        return Success(unpack_continue(verified.unwrap()))
 
     def parse_state(self, token: str) -> Result[StateToken, TokenError]:
         """Verify a stateToken and decode it; every failure is a `TokenError` value."""

@@ -38,6 +38,7 @@ _PARAM: Final[dict[TokenKind, str]] = {
     "state": "stateToken",
     "ack": "ackToken",
     "checkpoint": "checkpointToken",
+    "continue": "continueToken",
 }
 
 
@@ -63,7 +64,7 @@ class TokenError:
 def bad_prefix(token: str) -> TokenError:
     return TokenError(
         "TOKEN_INVALID_FORMAT",
-        f"Invalid token format: expected st1./ack1./chk1. prefix, got {token[:5]!r}",
+        f"Invalid token format: expected st1./ack1./chk1./ct1. prefix, got {token[:5]!r}",
         SUGGEST_EXACT,
     )
 
@@ -109,6 +110,17 @@ def wrong_kind(expected: TokenKind, got: TokenKind, prefixes: dict[TokenKind, st
         f"Expected {_a(expected)} token (starting with {prefixes[expected]}), "
         f"got {_a(got)} token (starting with {prefixes[got]}).",
         f"Use the {_PARAM[expected]} returned by WorkRail.",
+    )
+
+
+def not_a_continue_token(got: TokenKind, prefixes: dict[TokenKind, str]) -> TokenError:
+    return TokenError(
+        "TOKEN_INVALID_FORMAT",
+        f"Expected a continue token (starting with {prefixes['continue']}) or a state token "
+        f"(starting with {prefixes['state']}), got {_a(got)} token (starting with "
+        f"{prefixes[got]}).",
+        "Send the continueToken of the latest WorkRail response as continueToken; "
+        "ackToken and checkpointToken go in their own fields.",
     )
 
 

@@ -1,13 +1,13 @@
 """The v1 token string: `<kind><version>.<payload>.<mac>`, all URL-safe ASCII.
 
-* `<kind>` is `st`, `ack` or `chk`; `<version>` is `1`. This prefix is readable before any
+* `<kind>` is `st`, `ack`, `chk` or `ct` (continue); `<version>` is `1`. This prefix is readable before any
   key is touched (wrong kind, unknown version) and is itself covered by the MAC.
 * `<payload>` is base64url (no padding) of 48 bytes = 64 characters: three 16-byte id bodies,
   `sessionId ‖ nodeId ‖ workflowHashRef` (state) or `sessionId ‖ nodeId ‖ attemptId`
-  (ack, checkpoint). The id prefixes are implied by position and re-attached on decode.
+  (ack, checkpoint, continue). The id prefixes are implied by position and re-attached on decode.
 * `<mac>` is base64url of HMAC-SHA256 truncated to 16 bytes (128 bits) = 22 characters.
 
-Lengths: state 4 + 64 + 1 + 22 = 91 characters; ack and checkpoint 92.
+Lengths: state and continue 4 + 64 + 1 + 22 = 91 characters; ack and checkpoint 92.
 """
 
 from __future__ import annotations
@@ -17,11 +17,23 @@ import re
 from typing import Final
 
 from workrail.core.ids import id_bytes, make_id
-from workrail.tokens.models import AckToken, CheckpointToken, StateToken, Token, TokenKind
+from workrail.tokens.models import (
+    AckToken,
+    CheckpointToken,
+    ContinueToken,
+    StateToken,
+    Token,
+    TokenKind,
+)
 
 VERSION: Final = 1
-KINDS: Final[tuple[TokenKind, ...]] = ("state", "ack", "checkpoint")
-KIND_WORDS: Final[dict[str, TokenKind]] = {"st": "state", "ack": "ack", "chk": "checkpoint"}
+KINDS: Final[tuple[TokenKind, ...]] = ("state", "ack", "checkpoint", "continue")
+KIND_WORDS: Final[dict[str, TokenKind]] = {
+    "st": "state",
+    "ack": "ack",
+    "chk": "checkpoint",
+    "ct": "continue",
+}
 PREFIXES: Final[dict[TokenKind, str]] = {
     kind: f"{word}{VERSION}." for word, kind in KIND_WORDS.items()
 }
@@ -34,7 +46,7 @@ MAC_BYTES: Final = 16
 MAC_CHARS: Final = 22
 SEP: Final = "."
 
-HEAD_RE: Final = re.compile(r"(st|ack|chk)([0-9]{1,3})\.")
+HEAD_RE: Final = re.compile(r"(st|ack|chk|ct)([0-9]{1,3})\.")
 BODY_RE: Final = re.compile(rf"[A-Za-z0-9_-]{{{PAYLOAD_CHARS}}}\.[A-Za-z0-9_-]{{{MAC_CHARS}}}")
 # The reference's bech32m tokens: recognised only to say why they are refused.
 FOREIGN_RE: Final = re.compile(r"(st|ack|chk)1[qpzry9x8gf2tvdw0s3jn54khce6mua7l]{20,}")
@@ -69,6 +81,7 @@ def pack(token: Token) -> bytes:
         case (
             AckToken(session_id=s, node_id=n, attempt_id=a)
             | CheckpointToken(session_id=s, node_id=n, attempt_id=a)
+            | ContinueToken(session_id=s, node_id=n, attempt_id=a)
         ):
             return id_bytes(s, "sess") + id_bytes(n, "node") + id_bytes(a, "attempt")
 
@@ -94,3 +107,8 @@ def unpack_ack(raw: bytes) -> AckToken:
 def unpack_checkpoint(raw: bytes) -> CheckpointToken:
     session, node, last = _split(raw)
     return CheckpointToken(session, node, make_id("attempt", last))
+
+
+def unpack_continue(raw: bytes) -> ContinueToken:
+    session, node, last = _split(raw)
+    return ContinueToken(session, node, make_id("attempt", last))

@@ -11,7 +11,7 @@ from typing import Literal
 
 from workrail.core.ids import workflow_hash_ref
 
-TokenKind = Literal["state", "ack", "checkpoint"]
+TokenKind = Literal["state", "ack", "checkpoint", "continue"]
 
 
 @dataclass(frozen=True)
@@ -51,4 +51,27 @@ class CheckpointToken:
     kind: Literal["checkpoint"] = "checkpoint"
 
 
-Token = StateToken | AckToken | CheckpointToken
+@dataclass(frozen=True)
+class ContinueToken:
+    """State and ack in one: names a node and authorises one advance attempt from it.
+
+    It carries no workflowHashRef (that would not fit in 100 characters): the MAC binds
+    the session and node, and the node's own event fixes the workflow hash.
+    """
+
+    session_id: str
+    node_id: str
+    attempt_id: str
+    kind: Literal["continue"] = "continue"
+
+    def matches_workflow_hash(self, workflow_hash: str) -> bool:
+        """Always true: the node the token names fixes the hash (see the class doc)."""
+        del workflow_hash
+        return True
+
+    def ack(self) -> AckToken:
+        """The ack half, as the advance path checks it."""
+        return AckToken(self.session_id, self.node_id, self.attempt_id)
+
+
+Token = StateToken | AckToken | CheckpointToken | ContinueToken

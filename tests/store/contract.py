@@ -271,3 +271,324 @@ class SessionStoreContract:
             assert chain.sess in changed
         finally:
             feed.close()
+
+
+# --- the whole backend: deletion, content-addressed entries, lifecycle, summaries -------
+
+IndexedRows = Callable[[Any], dict[str, dict[str, Any]]]
+
+
+def engine_over(backend: Any) -> Any:
+    """The real engine over `backend`, with the reference's test workflows."""
+    from tests.conftest import REFERENCE
+    from tests.engine.conftest import DirCatalog
+    from workrail.engine.api import Engine
+    from workrail.engine.deps import EngineDeps
+    from workrail.tokens import TokenCodec
+
+    deps = EngineDeps(
+        sessions=backend.sessions,
+        snapshots=backend.snapshots,
+        pinned=backend.pinned,
+        catalog=DirCatalog(REFERENCE / "workflows"),
+        codec=TokenCodec(backend.keyring.load().unwrap()),
+    )
+    return Engine(deps)
+
+
+def everything(backend: Any) -> dict[str, Any]:
+    """Every summary the query answers, archived ones included, by id."""
+    from workrail.store.ports import SessionFilter
+
+    found: dict[str, Any] = {}
+    cursor = None
+    while True:
+        page = backend.query.page(SessionFilter(archived="include"), limit=7, cursor=cursor)
+        page = page.unwrap()
+        for summary in page.summaries:
+            assert summary.session_id not in found
+            found[summary.session_id] = summary
+        if page.next_cursor is None:
+            return found
+        cursor = page.next_cursor
+
+
+class BackendContract:
+    """Fixtures a backend provides: `backend` (a Backend); `reopen_backend()` (a new one
+    over the same storage); `hold_writer(session_id)` as above; `indexed(backend)` (the
+    summary records the backend holds right now, by session id, read without bringing
+    them up to date, so the property test sees what was kept incrementally)."""
+
+    @pytest.fixture
+    def backend(self) -> Any:
+        raise NotImplementedError
+
+    # summaries ----------------------------------------------------------------------
+
+    def test_a_started_session_is_summarised(self, backend: Any) -> None:
+        engine = engine_over(backend)
+        r = engine.start_workflow("probe-flow", {"goal": "Ship the parser\nwith tests"}).unwrap()
+        sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
+        summary = everything(backend)[sid]
+        assert summary.title == "Ship the parser"
+        assert summary.status == "in_progress" and summary.health == "healthy"
+        assert summary.workflow_id == "probe-flow" and summary.workflow_name == "Probe Flow"
+        assert summary.primary.pending_step_id == "plan"
+        assert summary.primary.pending_step_title == "Plan"
+        assert (summary.primary.steps_done, summary.primary.steps_known) == (0, 3)
+        assert summary.event_count == 5 and not summary.archived
+        assert summary.last_activity is not None
+
+    def test_progress_notes_and_completion_follow_the_preferred_tip(self, backend: Any) -> None:
+        engine = engine_over(backend)
+        r = engine.start_workflow("probe-flow").unwrap()
+        sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
+        r = engine.advance(r["stateToken"], r["ackToken"], notes_markdown="# Planned the lexer").unwrap()
+        summary = backend.query.get([sid]).unwrap()[sid]
+        assert summary.title == "Planned the lexer"  # no title key: the first notes
+        assert (summary.primary.steps_done, summary.primary.pending_step_id) == (1, "build")
+        assert summary.primary.snippet == "# Planned the lexer"
+        r = engine.advance(r["stateToken"], r["ackToken"], notes_markdown="built it").unwrap()
+        r = engine.advance(r["stateToken"], r["ackToken"], notes_markdown="verified").unwrap()
+        assert r["isComplete"] is True
+        summary = backend.query.get([sid]).unwrap()[sid]
+        assert summary.status == "complete"
+        assert (summary.primary.steps_done, summary.primary.steps_known) == (3, 3)
+        assert summary.primary.pending_step_id is None
+
+    def test_a_blocked_attempt_makes_the_session_blocked(self, backend: Any) -> None:
+        engine = engine_over(backend)
+        r = engine.start_workflow("val-flow").unwrap()
+        sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
+        assert engine.advance(r["stateToken"], r["ackToken"], notes_markdown="nope").unwrap()[
+            "kind"
+        ] == "blocked"
+        assert backend.query.get([sid]).unwrap()[sid].status == "blocked"
+
+    def test_listing_filters_and_pages_by_last_activity(self, backend: Any) -> None:
+        from workrail.store.ports import SessionFilter
+
+        engine = engine_over(backend)
+        sids = []
+        for n in range(5):
+            r = engine.start_workflow("probe-flow", {"goal": f"task number{n} shared"}).unwrap()
+            sids.append(engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id)
+        v = engine.start_workflow("val-flow").unwrap()
+        val = engine.deps.codec.parse_state(v["stateToken"]).unwrap().session_id
+        listed = everything(backend)
+        assert set(sids) | {val} <= set(listed)
+        order = [s for s in listed if s in set(sids) | {val}]
+        stamps = [listed[s].last_activity for s in order]
+        assert stamps == sorted(stamps, reverse=True)
+        only = lambda **kw: {  # noqa: E731
+            s.session_id for s in backend.query.page(SessionFilter(**kw), limit=500).unwrap().summaries
+        }
+        assert only(workflow="val-flow") & set(listed) == {val}
+        assert only(text="number3 SHARED") == {sids[3]}
+        assert only(text="shared") >= set(sids) and val not in only(text="shared")
+        assert only(text="nowhere-to-be-found") == set()
+        assert val in only(statuses=frozenset({"in_progress"}))
+        assert only(statuses=frozenset({"complete"})) & set(listed) == set()
+        future = datetime.now(UTC) + timedelta(days=1)
+        assert only(since=future) == set()
+
+    def test_archive_is_durable_and_leaves_default_lists(
+        self, backend: Any, reopen_backend: Any
+    ) -> None:
+        from workrail.core.lifecycle import SessionLifecycle
+        from workrail.store.ports import SessionFilter
+
+        engine = engine_over(backend)
+        r = engine.start_workflow("probe-flow").unwrap()
+        sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
+        assert backend.lifecycle.get(sid).unwrap() == SessionLifecycle()
+        archived = SessionLifecycle().archive("2026-01-01T00:00:00Z")
+        assert backend.lifecycle.put(sid, archived).unwrap() is True
+        assert backend.lifecycle.put(new_id("sess"), archived).unwrap() is False
+        default = backend.query.page(SessionFilter(), limit=500).unwrap().summaries
+        assert sid not in {s.session_id for s in default}
+        only = backend.query.page(SessionFilter(archived="only"), limit=500).unwrap()
+        assert sid in {s.session_id for s in only.summaries}
+        again = reopen_backend()
+        assert again.lifecycle.get(sid).unwrap().archived is True
+        assert again.query.get([sid]).unwrap()[sid].archived is True
+        assert again.lifecycle.put(sid, archived.unarchive()).unwrap() is True
+        assert again.query.get([sid]).unwrap()[sid].archived is False
+
+    def test_runs_and_ids_are_found(self, backend: Any) -> None:
+        engine = engine_over(backend)
+        r = engine.start_workflow("probe-flow").unwrap()
+        sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
+        run = backend.query.get([sid]).unwrap()[sid].primary.run_id
+        assert backend.query.session_of_run(run).unwrap() == sid
+        assert backend.query.session_of_run(new_id("run")).unwrap() is None
+        assert dict(backend.query.get([new_id("sess"), "not-an-id"]).unwrap()) == {}
+
+    def test_candidates_cover_ids_words_and_recency(self, backend: Any) -> None:
+        from workrail.store.ports import CandidateQuery
+
+        engine = engine_over(backend)
+        r = engine.start_workflow("probe-flow", {"goal": "refactor the tokenizer"}).unwrap()
+        sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
+        found = lambda q: {s.session_id for s in backend.query.candidates(q).unwrap()}  # noqa: E731
+        assert sid in found(CandidateQuery(session_id=sid, per_signal=1))
+        assert sid in found(CandidateQuery(tokens=("tokenizer",)))
+        assert sid in found(CandidateQuery(tokens=("tokeniser",)))  # shares a prefix
+        with_corpus = [s for s in backend.query.candidates(CandidateQuery(session_id=sid)).unwrap()]
+        assert "tokenizer" in next(s for s in with_corpus if s.session_id == sid).corpus.split()
+
+    # deletion -----------------------------------------------------------------------
+
+    def test_delete_removes_the_session_and_its_summary(self, backend: Any) -> None:
+        engine = engine_over(backend)
+        r = engine.start_workflow("probe-flow").unwrap()
+        sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
+        assert backend.sessions.delete(sid).unwrap() is True
+        assert backend.sessions.exists(sid).unwrap() is False
+        assert backend.sessions.read(sid, lambda log: log.count).unwrap() == 0
+        assert sid not in everything(backend)
+        assert backend.sessions.delete(sid).unwrap() is False
+        assert backend.sessions.delete("../x").failure().code == "INVALID_REFERENCE"
+
+    def test_a_session_being_written_is_not_deleted(
+        self, backend: Any, hold_writer: HoldWriter
+    ) -> None:
+        chain = Chain()
+        append(backend.sessions, chain.sess, chain.start())
+        with hold_writer(chain.sess):
+            refused = backend.sessions.delete(chain.sess)
+            assert refused.failure().code == "SESSION_LOCKED" and refused.failure().retryable
+            assert backend.lifecycle.put(chain.sess, _archived()).failure().code == "SESSION_LOCKED"
+        assert len(events_of(backend.sessions, chain.sess)) == 3
+        assert backend.sessions.delete(chain.sess).unwrap() is True
+
+    # content-addressed entries --------------------------------------------------------
+
+    def test_content_entries_are_listed_and_deleted(self, backend: Any) -> None:
+        for store in (backend.snapshots, backend.pinned):
+            refs = sorted(store.put({"probe": n, "kind": str(store)}).unwrap() for n in range(3))
+            listed = [r.ref for r in store.list_refs().unwrap()]
+            assert set(refs) <= set(listed) and listed == sorted(listed)
+            page = store.list_refs(after=refs[0], limit=1).unwrap()
+            assert len(page) == 1 and page[0].ref > refs[0]
+            stamp = next(r for r in store.list_refs().unwrap() if r.ref == refs[1]).stored_at
+            assert abs((datetime.now(UTC) - stamp).total_seconds()) < 3600
+            assert store.delete(refs[1]).unwrap() is True
+            assert store.get(refs[1]).unwrap() is None
+            assert store.delete(refs[1]).unwrap() is False
+            assert refs[1] not in [r.ref for r in store.list_refs().unwrap()]
+
+    # the projection is what a rebuild says --------------------------------------------
+
+    def test_rebuild_answers_what_was_kept_incrementally(
+        self, backend: Any, indexed: IndexedRows
+    ) -> None:
+        engine = engine_over(backend)
+        r = engine.start_workflow("probe-flow", {"goal": "one"}).unwrap()
+        engine.advance(r["stateToken"], r["ackToken"], notes_markdown="did one").unwrap()
+        kept = indexed(backend)
+        assert backend.query.rebuild().unwrap() >= 1
+        assert indexed(backend) == kept
+
+
+def _archived() -> Any:
+    from workrail.core.lifecycle import SessionLifecycle
+
+    return SessionLifecycle().archive("2026-01-01T00:00:00Z")
+
+
+class ProjectionPropertyContract:
+    """An index rebuilt from scratch equals the one kept up to date incrementally, for
+    random sequences of starts, advances, forks, checkpoints, imports, archives and
+    deletes. Fixtures: `fresh_backend()` (a backend over new, empty storage) and
+    `indexed(backend)` as in BackendContract."""
+
+    def test_rebuilt_index_equals_the_incremental_one(
+        self, fresh_backend: Any, indexed: IndexedRows
+    ) -> None:
+        from hypothesis import HealthCheck, given, settings
+        from hypothesis import strategies as st
+
+        ops = st.lists(
+            st.tuples(
+                st.sampled_from(
+                    ["start", "advance", "advance", "fork", "checkpoint", "import",
+                     "archive", "unarchive", "delete"]
+                ),
+                st.integers(0, 7),
+                st.sampled_from(["alpha", "beta gamma", "DONE", "Ünïcode wörds", "fix-123"]),
+            ),
+            min_size=1,
+            max_size=14,
+        )
+
+        @settings(
+            max_examples=12,
+            deadline=None,
+            suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+        )
+        @given(ops)
+        def run(sequence: list[tuple[str, int, str]]) -> None:
+            backend = fresh_backend()
+            try:
+                _play(backend, sequence)
+                kept = indexed(backend)
+                assert backend.query.rebuild().unwrap() == len(kept)
+                assert indexed(backend) == kept
+                assert set(kept) == set(everything(backend))
+            finally:
+                backend.close()
+
+        run()
+
+
+def _play(backend: Any, sequence: list[tuple[str, int, str]]) -> None:
+    from workrail.bundle.export import bundle_bytes, export_session
+    from workrail.bundle.import_ import import_bundle
+    from workrail.core.lifecycle import SessionLifecycle
+    from workrail.engine.imported import tokens_for_import
+
+    engine = engine_over(backend)
+    live: list[dict[str, Any]] = []  # per session: sid, first and latest responses
+    for op, pick, word in sequence:
+        target = live[pick % len(live)] if live else None
+        if op == "start" or target is None:
+            workflow = "val-flow" if pick % 3 == 0 else "probe-flow"
+            r = engine.start_workflow(workflow, {"goal": f"{word} {pick}"}).unwrap()
+            sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
+            live.append({"sid": sid, "first": r, "last": r})
+        elif op == "advance":
+            last = target["last"]
+            if last.get("isComplete") or "ackToken" not in last:
+                continue
+            result = engine.advance(last["stateToken"], last["ackToken"], notes_markdown=word)
+            if isinstance(result, Success):
+                target["last"] = result.unwrap()
+        elif op == "fork":
+            first = target["first"]
+            if "stateToken" not in first:
+                continue
+            fresh = engine.rehydrate(first["stateToken"])
+            if isinstance(fresh, Success) and "ackToken" in fresh.unwrap():
+                engine.advance(first["stateToken"], fresh.unwrap()["ackToken"], notes_markdown=word)
+        elif op == "checkpoint":
+            token = target["last"].get("checkpointToken")
+            if token:
+                engine.checkpoint(token)
+        elif op == "import":
+            exported = export_session(
+                backend, target["sid"], bundle_id="bundle_" + "a" * 26,
+                exported_at="2026-01-01T00:00:00.000Z", app_version="test",
+            )
+            if isinstance(exported, Success):
+                imported = import_bundle(backend, bundle_bytes(exported.unwrap())).unwrap()
+                runs = tokens_for_import(engine, imported)["runs"]
+                first = runs[0] if runs and "error" not in runs[0] else {}
+                live.append({"sid": imported.session_id, "first": first, "last": first})
+        elif op == "archive":
+            backend.lifecycle.put(target["sid"], SessionLifecycle().archive("2026-01-01T00:00:00Z"))
+        elif op == "unarchive":
+            backend.lifecycle.put(target["sid"], SessionLifecycle())
+        elif op == "delete":
+            assert backend.sessions.delete(target["sid"]).unwrap() is True
+            live.remove(target)

@@ -11,12 +11,41 @@ from typing import Any
 
 import pytest
 
-from tests.store.contract import SessionStoreContract, append, events_of
+from tests.store.contract import (
+    BackendContract,
+    ProjectionPropertyContract,
+    SessionStoreContract,
+    append,
+    events_of,
+)
 from tests.store.plans import Chain
 from workrail.store.local.backend import LocalBackend
 from workrail.store.local.session_store import LocalSessionStore
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def writer_in_another_process(data_dir: Path) -> Any:
+    """A context manager factory: hold a session's writer from a child process."""
+
+    @contextmanager
+    def in_another_process(session_id: str) -> Iterator[None]:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "tests.engine.hold_lock_child", str(data_dir), session_id],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert child.stdout is not None and child.stdout.readline().strip() == "READY"
+            yield
+        finally:
+            assert child.stdin is not None
+            child.stdin.close()
+            child.wait(timeout=60)
+
+    return in_another_process
 
 
 class TestLocalSessionStore(SessionStoreContract):
@@ -54,24 +83,54 @@ class TestLocalSessionStore(SessionStoreContract):
 
     @pytest.fixture
     def hold_writer(self, data_dir: Path) -> Any:
-        @contextmanager
-        def in_another_process(session_id: str) -> Iterator[None]:
-            child = subprocess.Popen(
-                [sys.executable, "-m", "tests.engine.hold_lock_child", str(data_dir), session_id],
-                cwd=ROOT,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                text=True,
-            )
-            try:
-                assert child.stdout is not None and child.stdout.readline().strip() == "READY"
-                yield
-            finally:
-                assert child.stdin is not None
-                child.stdin.close()
-                child.wait(timeout=60)
+        return writer_in_another_process(data_dir)
 
-        return in_another_process
+
+class TestLocalBackend(BackendContract, ProjectionPropertyContract):
+    @pytest.fixture
+    def backend(self, data_dir: Path) -> Any:
+        return LocalBackend.open(data_dir)
+
+    @pytest.fixture
+    def reopen_backend(self, data_dir: Path) -> Any:
+        return lambda: LocalBackend.open(data_dir)
+
+    @pytest.fixture
+    def fresh_backend(self, tmp_path: Path) -> Any:
+        made = iter(range(1_000_000))
+        return lambda: LocalBackend.open(tmp_path / f"data-{next(made)}")
+
+    @pytest.fixture
+    def hold_writer(self, data_dir: Path) -> Any:
+        return writer_in_another_process(data_dir)
+
+    @pytest.fixture
+    def indexed(self) -> Any:
+        return indexed_rows
+
+
+def indexed_rows(backend: LocalBackend) -> dict[str, dict[str, Any]]:
+    """The index's rows as they stand, without the sync a query would do first."""
+    import sqlite3
+
+    path = backend.layout.root / "index" / "sessions.sqlite3"
+    if not path.exists():
+        return {}
+    conn = sqlite3.connect(path)
+    try:
+        rows = conn.execute(
+            "SELECT s.session_id, s.identity, s.record, c.text FROM summaries s "
+            "LEFT JOIN corpus c ON c.rowid = s.id"
+        ).fetchall()
+        runs = conn.execute("SELECT run_id, session_id FROM runs").fetchall()
+    finally:
+        conn.close()
+    out = {sid: {"identity": ident, "record": json.loads(rec), "corpus": text} for sid, ident, rec, text in rows}
+    for run_id, sid in runs:
+        out.setdefault(sid, {}).setdefault("runs", []).append(run_id)
+    for entry in out.values():
+        entry.get("runs", []).sort()
+    return out
 
 
 def _fresh(data_dir: Path) -> LocalSessionStore:

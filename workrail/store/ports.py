@@ -8,10 +8,10 @@ code; nothing raises across a port.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from returns.result import Result
 
@@ -19,23 +19,32 @@ from workrail.core.append import AppendPlan, SnapshotPin
 from workrail.core.events import DomainEvent
 from workrail.core.health import Corruption, SessionHealth
 from workrail.core.keyring import Keyring
+from workrail.core.lifecycle import SessionLifecycle
 from workrail.core.manifest import ManifestRecord
 from workrail.core.session_index import SessionIndex
+from workrail.core.summary import RunStatus, SessionSummary
 from workrail.store.errors import StoreError
 
 __all__ = [
     "AppendOutcome",
     "AppendPlan",
     "Backend",
+    "CandidateQuery",
     "ChangeFeed",
     "KeyringStore",
+    "LifecycleStore",
+    "PageCursor",
     "PinnedWorkflowStore",
     "PrefixLoad",
+    "SessionFilter",
     "SessionLog",
+    "SessionQuery",
     "SessionStore",
     "SessionWatch",
     "SnapshotPin",
     "SnapshotStore",
+    "StoredRef",
+    "SummaryPage",
     "WriteTxn",
 ]
 
@@ -136,10 +145,39 @@ class SessionStore(Protocol):
         records no clock (the reference's format); the store knows when it wrote."""
         ...
 
+    def delete(self, session_id: str) -> Result[bool, StoreError]:
+        """Remove the session (log, lifecycle record, its summary) while holding its
+        writer, so a session being written is never deleted from under its writer: a busy
+        session is a retryable `SESSION_LOCKED` and nothing is removed. False when there
+        was nothing to delete. Content-addressed data is left for the collector."""
+        ...
 
-class SnapshotStore(Protocol):
+
+@dataclass(frozen=True)
+class StoredRef:
+    """One content-addressed entry and when it was last stored or re-stored (a `put` of
+    existing content refreshes it), so a collector can spare what is about to be pinned."""
+
+    ref: str
+    stored_at: datetime
+
+
+class ContentStore(Protocol):
+    def list_refs(
+        self, *, after: str | None = None, limit: int = LIST_PAGE_MAX
+    ) -> Result[list[StoredRef], StoreError]:
+        """One page of entries in ascending ref order, those greater than `after`."""
+        ...
+
+    def delete(self, ref: str) -> Result[bool, StoreError]:
+        """Remove one entry (False when absent). Only the collector calls this."""
+        ...
+
+
+class SnapshotStore(ContentStore, Protocol):
     def put(self, snapshot: dict[str, Any]) -> Result[str, StoreError]:
-        """Store under sha256(JCS(snapshot)) and return that ref; idempotent."""
+        """Store under sha256(JCS(snapshot)) and return that ref; idempotent, and it
+        refreshes `stored_at` of content already there."""
         ...
 
     def get(self, ref: str) -> Result[dict[str, Any] | None, StoreError]:
@@ -148,12 +186,113 @@ class SnapshotStore(Protocol):
         ...
 
 
-class PinnedWorkflowStore(Protocol):
+class PinnedWorkflowStore(ContentStore, Protocol):
     def put(self, envelope: dict[str, Any]) -> Result[str, StoreError]:
-        """Store under its workflowHash and return it; idempotent."""
+        """Store under its workflowHash and return it; idempotent (refreshes `stored_at`)."""
         ...
 
     def get(self, workflow_hash: str) -> Result[dict[str, Any] | None, StoreError]: ...
+
+
+class LifecycleStore(Protocol):
+    """Durable per-session facts outside the event log: archive state and workspace."""
+
+    def get(self, session_id: str) -> Result[SessionLifecycle, StoreError]:
+        """The record, or the default (not archived, no workspace) when none was stored."""
+        ...
+
+    def put(self, session_id: str, lifecycle: SessionLifecycle) -> Result[bool, StoreError]:
+        """Store the record of an existing session (False, nothing stored, when the session
+        does not exist); retryable `SESSION_LOCKED` while the session is being deleted."""
+        ...
+
+
+@dataclass(frozen=True)
+class PageCursor:
+    """Where a page of summaries (newest activity first) stopped."""
+
+    activity_us: int
+    session_id: str
+
+
+ArchivedFilter = Literal["exclude", "include", "only"]
+
+
+@dataclass(frozen=True)
+class SessionFilter:
+    """Which summaries a listing returns; every field narrows, empty means any."""
+
+    statuses: frozenset[RunStatus] = frozenset()
+    workflow: str | None = None
+    """A workflow id, exactly."""
+    workspace: str | None = None
+    """A workspace path (exactly as recorded) or a `repo_root_hash`."""
+    branch: str | None = None
+    """A git branch, exactly."""
+    text: str | None = None
+    """Every normalised token must be in the session's title and notes."""
+    since: datetime | None = None
+    """Last activity at or after this moment."""
+    archived: ArchivedFilter = "exclude"
+    healthy_only: bool = False
+
+
+@dataclass(frozen=True)
+class SummaryPage:
+    summaries: tuple[SessionSummary, ...]
+    next_cursor: PageCursor | None
+    """None on the last page."""
+
+
+QUERY_PAGE_MAX = 500
+"""The largest page `SessionQuery.page` returns."""
+
+
+@dataclass(frozen=True)
+class CandidateQuery:
+    """What resume_session looks for; the query returns a superset, the engine ranks."""
+
+    tokens: tuple[str, ...] = ()
+    """Normalised query tokens; sessions sharing a token or a 3-character prefix of one."""
+    session_id: str | None = None
+    run_id: str | None = None
+    workflow_tokens: tuple[str, ...] = ()
+    git_head_sha: str | None = None
+    git_branch: str | None = None
+    """Sessions on this branch, or one that is a prefix of it, or that it prefixes."""
+    workspace: str | None = None
+    include_archived: bool = False
+    include_unhealthy: bool = False
+    per_signal: int = 100
+    """At most this many candidates from each signal."""
+
+
+class SessionQuery(Protocol):
+    """Reads across sessions, answered from a disposable projection of the logs (an index
+    of `SessionSummary`) that the backend keeps up to date with every append."""
+
+    def page(
+        self, where: SessionFilter, *, limit: int = 50, cursor: PageCursor | None = None
+    ) -> Result[SummaryPage, StoreError]:
+        """A page of summaries by last activity (newest first, then session id)."""
+        ...
+
+    def get(self, session_ids: Collection[str]) -> Result[Mapping[str, SessionSummary], StoreError]:
+        """The summaries of those of `session_ids` that exist."""
+        ...
+
+    def session_of_run(self, run_id: str) -> Result[str | None, StoreError]:
+        """The session that holds a run; an imported copy keeps its run ids, so when
+        several do, the most recently active one."""
+        ...
+
+    def candidates(self, query: CandidateQuery) -> Result[list[SessionSummary], StoreError]:
+        """Summaries worth ranking for resume_session. Never writes anything."""
+        ...
+
+    def rebuild(self) -> Result[int, StoreError]:
+        """Throw the projection away and build it again from the logs; the session count."""
+        ...
 
 
 class KeyringStore(Protocol):
@@ -201,6 +340,12 @@ class Backend(Protocol):
 
     @property
     def watch(self) -> SessionWatch: ...
+
+    @property
+    def lifecycle(self) -> LifecycleStore: ...
+
+    @property
+    def query(self) -> SessionQuery: ...
 
     @property
     def location(self) -> str:

@@ -8,8 +8,11 @@ from pathlib import Path
 from workrail.store.local.cas import LocalPinnedWorkflowStore, LocalSnapshotStore
 from workrail.store.local.keyring import LocalKeyringStore
 from workrail.store.local.layout import Layout
+from workrail.store.local.lifecycle import LocalLifecycleStore
 from workrail.store.local.session_store import FaultHook, LocalSessionStore
+from workrail.store.local.summary_index import LocalSessionQuery
 from workrail.store.local.watch import LocalWatch
+from workrail.store.summaries import SummaryProjector
 
 
 @dataclass(frozen=True)
@@ -20,18 +23,30 @@ class LocalBackend:
     pinned: LocalPinnedWorkflowStore
     keyring: LocalKeyringStore
     watch: LocalWatch
+    lifecycle: LocalLifecycleStore
+    query: LocalSessionQuery
 
     @staticmethod
     def open(data_dir: Path, faults: FaultHook | None = None) -> LocalBackend:
-        """Nothing is created until something is written."""
+        """Nothing is created until something is written (the summary index included:
+        it appears with the first append or query)."""
         layout = Layout(data_dir.expanduser().absolute())
+        sessions = LocalSessionStore(layout, faults)
+        snapshots = LocalSnapshotStore(layout)
+        pinned = LocalPinnedWorkflowStore(layout)
+        lifecycle = LocalLifecycleStore(layout, sessions)
+        query = LocalSessionQuery(layout, sessions, lifecycle, SummaryProjector(snapshots, pinned))
+        sessions.observe(query)
+        lifecycle.observe(query)
         return LocalBackend(
             layout=layout,
-            sessions=LocalSessionStore(layout, faults),
-            snapshots=LocalSnapshotStore(layout),
-            pinned=LocalPinnedWorkflowStore(layout),
+            sessions=sessions,
+            snapshots=snapshots,
+            pinned=pinned,
             keyring=LocalKeyringStore(layout.root),
             watch=LocalWatch(layout),
+            lifecycle=lifecycle,
+            query=query,
         )
 
     @property
@@ -39,4 +54,5 @@ class LocalBackend:
         return str(self.layout.root)
 
     def close(self) -> None:
-        """Files hold no connections; nothing to release."""
+        """Files hold no connections but the summary index's."""
+        self.query.close()

@@ -5,16 +5,25 @@ and atomically, and verified against their name on every first read."""
 from __future__ import annotations
 
 import json
+import os
 import threading
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from returns.result import Failure, Result, Success
 
-from workrail.core.canonical import CanonicalJsonError, canonical_bytes, sha256_digest
+from workrail.core.canonical import (
+    CanonicalJsonError,
+    canonical_bytes,
+    digest_file_name,
+    is_digest,
+    sha256_digest,
+)
 from workrail.store.errors import StoreError, StoreErrorCode
 from workrail.store.fsio import atomic_write
 from workrail.store.local.layout import Layout, UnsafeReference
+from workrail.store.ports import LIST_PAGE_MAX, StoredRef
 
 
 class _ContentStore:
@@ -30,19 +39,35 @@ class _ContentStore:
     def _path(self, ref: str) -> Path:
         raise NotImplementedError
 
+    def _directory(self) -> Path:
+        raise NotImplementedError
+
     def put(self, value: dict[str, Any]) -> Result[str, StoreError]:
-        """Store `value` under sha256(JCS(value)) and return that ref. Idempotent."""
+        """Store `value` under sha256(JCS(value)) and return that ref. Idempotent.
+
+        Content already there has its mtime refreshed (also when this process remembers
+        it): the collector spares recently stored entries, so a ref about to be pinned by
+        an append in flight is never swept from under it."""
         try:
             data = canonical_bytes(value)
         except CanonicalJsonError as exc:
             return Failure(StoreError(self._error_code, f"not storable as canonical JSON: {exc}"))
         ref = sha256_digest(data)
-        if ref in self._cache:
-            return Success(ref)
         path = self._path(ref)
+        if ref in self._cache:
+            try:
+                os.utime(path)
+                return Success(ref)
+            except FileNotFoundError:
+                self._forget(ref)
+            except OSError as exc:
+                return Failure(
+                    StoreError("SESSION_STORE_IO_ERROR", f"cannot refresh {path.name}: {exc}")
+                )
         try:
             try:
                 if path.read_bytes() == data:
+                    os.utime(path)
                     self._remember(ref, value)
                     return Success(ref)
             except FileNotFoundError:
@@ -86,6 +111,55 @@ class _ContentStore:
                 self._cache.clear()
             self._cache[ref] = value
 
+    def _forget(self, ref: str) -> None:
+        with self._mutex:
+            self._cache.pop(ref, None)
+
+    def list_refs(
+        self, *, after: str | None = None, limit: int = LIST_PAGE_MAX
+    ) -> Result[list[StoredRef], StoreError]:
+        """Files whose name is a digest's, in ref order; others (temp files) are skipped."""
+        try:
+            names = os.listdir(self._directory())
+        except FileNotFoundError:
+            return Success([])
+        except OSError as exc:
+            return Failure(StoreError("SESSION_STORE_IO_ERROR", f"cannot list: {exc}"))
+        refs = []
+        for name in names:
+            if not (name.startswith("sha256_") and name.endswith(".json")):
+                continue
+            ref = "sha256:" + name[len("sha256_") : -len(".json")]
+            if is_digest(ref) and digest_file_name(ref) == name and (after is None or ref > after):
+                refs.append(ref)
+        refs.sort()
+        page: list[StoredRef] = []
+        for ref in refs:
+            if len(page) >= max(0, min(limit, LIST_PAGE_MAX)):
+                break
+            try:
+                st = os.stat(self._path(ref))
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                return Failure(StoreError("SESSION_STORE_IO_ERROR", f"cannot stat: {exc}"))
+            page.append(StoredRef(ref, datetime.fromtimestamp(st.st_mtime, UTC)))
+        return Success(page)
+
+    def delete(self, ref: str) -> Result[bool, StoreError]:
+        try:
+            path = self._path(ref)
+        except UnsafeReference as exc:
+            return Failure(StoreError("INVALID_REFERENCE", str(exc)))
+        self._forget(ref)
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            return Success(False)
+        except OSError as exc:
+            return Failure(StoreError("SESSION_STORE_IO_ERROR", f"cannot delete: {exc}"))
+        return Success(True)
+
 
 class LocalSnapshotStore(_ContentStore):
     """Execution-snapshot CAS."""
@@ -95,6 +169,9 @@ class LocalSnapshotStore(_ContentStore):
     def _path(self, ref: str) -> Path:
         return self._layout.snapshot_path(ref)
 
+    def _directory(self) -> Path:
+        return self._layout.root / "snapshots"
+
 
 class LocalPinnedWorkflowStore(_ContentStore):
     """Compiled workflows by workflowHash."""
@@ -103,3 +180,6 @@ class LocalPinnedWorkflowStore(_ContentStore):
 
     def _path(self, ref: str) -> Path:
         return self._layout.pinned_path(ref)
+
+    def _directory(self) -> Path:
+        return self._layout.root / "workflows" / "pinned"

@@ -11,13 +11,15 @@ never repaired.
 from __future__ import annotations
 
 import os
+import secrets
+import shutil
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from returns.result import Failure, Result, Success
 
@@ -56,6 +58,19 @@ CACHED_SESSIONS = 256
 FaultHook = Callable[[str], None]
 """Called at each named step of the append protocol; tests use it to kill the process."""
 
+TRASH_PREFIX = ".deleted-"
+"""A session directory being removed is first renamed to this prefix (never a valid id,
+so nothing lists or loads it) and then removed; leftovers of a crash are swept later."""
+
+
+class CommitObserver(Protocol):
+    """Told of every durable change this process makes, while the writer is still held
+    (the summary index keeps itself up to date this way). Must not raise."""
+
+    def committed(self, log: SessionLog, last_activity: datetime) -> None: ...
+
+    def deleted(self, session_id: str) -> None: ...
+
 
 @dataclass
 class _Entry:
@@ -85,6 +100,10 @@ class LocalSessionStore:
         self._faults = faults
         self._cache: OrderedDict[str, _Entry] = OrderedDict()
         self._locks = SessionLockRegistry.shared()
+        self._observer: CommitObserver | None = None
+
+    def observe(self, observer: CommitObserver) -> None:
+        self._observer = observer
 
     # --- reads ---------------------------------------------------------------------------
 
@@ -308,6 +327,67 @@ class LocalSessionStore:
 
     # --- writes --------------------------------------------------------------------------
 
+    def exclusive(
+        self, session_id: str, fn: Callable[[Path], Result[T, StoreError]]
+    ) -> Result[T | None, StoreError]:
+        """Run `fn(session_dir)` holding the session's writer, for changes beside the log
+        (lifecycle record, deletion). None, without calling `fn`, when the session has no
+        manifest; a directory that held only the lock is removed again."""
+        try:
+            session_dir = self._layout.session_dir(session_id)
+        except UnsafeReference as exc:
+            return Failure(StoreError("INVALID_REFERENCE", str(exc)))
+        if not (session_dir / "manifest.jsonl").exists():
+            return Success(None)
+        result: Result[T | None, StoreError]
+        with self._writer(session_dir) as acquired:
+            if isinstance(acquired, StoreError):
+                return Failure(acquired)
+            if not (session_dir / "manifest.jsonl").exists():
+                result = Success(None)
+            else:
+                try:
+                    result = fn(session_dir)
+                except OSError as exc:
+                    result = Failure(StoreError("SESSION_STORE_IO_ERROR", str(exc)))
+        if not (session_dir / "manifest.jsonl").exists():
+            _remove_if_empty(session_dir)
+        return result
+
+    def delete(self, session_id: str) -> Result[bool, StoreError]:
+        """Rename the directory aside while holding the writer, then remove it."""
+
+        def remove(session_dir: Path) -> Result[Path, StoreError]:
+            trash = session_dir.with_name(
+                f"{TRASH_PREFIX}{session_id}-{secrets.token_hex(4)}"
+            )
+            os.rename(session_dir, trash)
+            fsync_dir(session_dir.parent)
+            with self._locks.state(session_dir):
+                self._cache.pop(session_id, None)
+            if self._observer is not None:
+                self._observer.deleted(session_id)
+            return Success(trash)
+
+        outcome = self.exclusive(session_id, remove)
+        if isinstance(outcome, Failure):
+            return Failure(outcome.failure())
+        trash = outcome.unwrap()
+        if trash is None:
+            return Success(False)
+        shutil.rmtree(trash, ignore_errors=True)
+        return Success(True)
+
+    def sweep_trash(self) -> None:
+        """Finish removals a crash interrupted (directories already renamed aside)."""
+        try:
+            names = os.listdir(self._layout.sessions_dir)
+        except OSError:
+            return
+        for name in names:
+            if name.startswith(TRASH_PREFIX):
+                shutil.rmtree(self._layout.sessions_dir / name, ignore_errors=True)
+
     def write(
         self, session_id: str, fn: Callable[[_Txn], Result[T, E]]
     ) -> Result[T, E | StoreError]:
@@ -448,6 +528,10 @@ class LocalSessionStore:
             st.st_mtime_ns,
         )
         self._remember(session_id, entry)
+        if self._observer is not None:
+            self._observer.committed(
+                entry.view(session_id), datetime.fromtimestamp(st.st_mtime, UTC)
+            )
 
     def _fault(self, step: str) -> None:
         if self._faults is not None:
@@ -509,6 +593,13 @@ def _recent_events(entry: _Entry, records: list[ManifestRecord]) -> list[DomainE
         r.lastEventIndex - r.firstEventIndex + 1 for r in records if isinstance(r, SegmentClosed)
     )
     return entry.events[len(entry.events) - count :] if count else []
+
+
+def _remove_if_empty(directory: Path) -> None:
+    try:
+        directory.rmdir()
+    except OSError:
+        pass
 
 
 def _not_healthy(corruption: Corruption) -> StoreError:

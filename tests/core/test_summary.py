@@ -1,0 +1,246 @@
+"""The summary projection, as a pure function of events, tip states and workflow facts."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from tests.store.plans import Chain, _event, new_id
+from workrail.core import dedupe
+from workrail.core.events import DomainEvent
+from workrail.core.health import HEALTHY
+from workrail.core.lifecycle import SessionLifecycle
+from workrail.core.summary import (
+    PROJECTION_VERSION,
+    SessionFacts,
+    SessionSummary,
+    TipState,
+    WorkflowFacts,
+    matches_text,
+    needs,
+    replay,
+    summarize,
+    tip_state_of,
+    workflow_facts_of,
+)
+from workrail.core.text import first_line, tokens
+
+WF = WorkflowFacts("Probe Flow", {"plan": "Plan", "build": "Build", "verify": "Verify"})
+NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+
+class Session:
+    """A session built event by event, like the engine would write it."""
+
+    def __init__(self) -> None:
+        self.chain = Chain()
+        self.events: list[DomainEvent] = list(self.chain.start().events)
+
+    @property
+    def sess(self) -> str:
+        return self.chain.sess
+
+    def add(self, kind: str, key: str, data: dict[str, Any], scope: dict[str, Any] | None) -> None:
+        self.events.append(_event(self.sess, len(self.events), kind, key, data, scope))
+
+    def advance(self) -> None:
+        self.chain.next_index = len(self.events)
+        self.events.extend(self.chain.advance().events)
+
+    def notes(self, text: str) -> None:
+        out = new_id("out")
+        self.add(
+            "node_output_appended",
+            f"node_output_appended:{self.sess}:{out}",
+            {
+                "outputId": out,
+                "outputChannel": "recap",
+                "payload": {"payloadKind": "notes", "notesMarkdown": text},
+            },
+            {"runId": self.chain.run, "nodeId": self.chain.tip},
+        )
+
+    def context(self, context: dict[str, Any]) -> None:
+        cid = new_id("evt")
+        self.add(
+            "context_set",
+            dedupe.context_set(self.sess, self.chain.run, cid),
+            {"contextId": cid, "context": context, "source": "initial"},
+            {"runId": self.chain.run},
+        )
+
+    def gap(
+        self, gap_id: str, category: str, *, severity: str = "critical", resolves: str | None = None
+    ) -> None:
+        resolution: dict[str, Any] = {"kind": "unresolved"}
+        if resolves is not None:
+            resolution = {"kind": "resolves", "resolvesGapId": resolves}
+        self.add(
+            "gap_recorded",
+            f"gap_recorded:{self.sess}:{gap_id}",
+            {
+                "gapId": gap_id,
+                "severity": severity,
+                "reason": {"category": category, "detail": "d"},
+                "summary": "s",
+                "resolution": resolution,
+            },
+            {"runId": self.chain.run, "nodeId": self.chain.tip},
+        )
+
+    def autonomy(self, value: str) -> None:
+        cid = new_id("evt")
+        self.add(
+            "preferences_changed",
+            dedupe.preferences_changed(self.sess, self.chain.run, self.chain.tip, cid),
+            {
+                "changeId": cid,
+                "source": "user",
+                "delta": [{"key": "autonomy", "value": value}],
+                "effective": {"autonomy": value, "riskPolicy": "conservative"},
+            },
+            {"runId": self.chain.run, "nodeId": self.chain.tip},
+        )
+
+    def observe(self, key: str, kind: str, value: str) -> None:
+        self.add(
+            "observation_recorded",
+            dedupe.observation_recorded(self.sess, key),
+            {"key": key, "value": {"type": kind, "value": value}, "confidence": "high"},
+            None,
+        )
+
+    def summary(self, tip: TipState, lifecycle: SessionLifecycle | None = None) -> SessionSummary:
+        index = replay(self.events)
+        assert index is not None
+        wanted = needs(index)
+        return summarize(
+            SessionFacts(
+                session_id=self.sess,
+                events=self.events,
+                index=index,
+                health=HEALTHY,
+                last_activity=NOW,
+                lifecycle=lifecycle or SessionLifecycle(),
+                tips={ref: tip for ref in wanted.snapshot_refs},
+                workflows={h: WF for h in wanted.workflow_hashes},
+            )
+        )
+
+
+RUNNING = TipState("running", "build", frozenset({"plan"}))
+
+
+def test_title_comes_from_context_keys_in_order_then_first_notes() -> None:
+    s = Session()
+    s.notes("## First notes line\nmore")
+    assert s.summary(RUNNING).title == "First notes line"
+    s.context({"problem": "a problem", "prTitle": "Fix the parser"})
+    assert s.summary(RUNNING).title == "Fix the parser"
+    s.context({"goal": "  \n  ", "taskDescription": "Describe\nthe task"})
+    assert s.summary(RUNNING).title == "Describe"
+    assert Session().summary(RUNNING).title is None
+    assert Session().summary(RUNNING).display_title == "Probe Flow"
+
+
+def test_status_follows_spec_70_section_7() -> None:
+    s = Session()
+    assert s.summary(RUNNING).status == "in_progress"
+    assert s.summary(TipState("complete")).status == "complete"
+    assert s.summary(TipState("blocked", "plan")).status == "blocked"
+    s.gap("g1", "unexpected")
+    assert s.summary(TipState("complete")).status == "complete_with_gaps"
+    assert s.summary(RUNNING).status == "in_progress"  # not a blocking category
+    s.gap("g2", "user_only_dependency")
+    assert s.summary(RUNNING).status == "blocked"
+    s.autonomy("full_auto_never_stop")
+    assert s.summary(RUNNING).status == "in_progress"
+    s.gap("g3", "unexpected", resolves="g1")
+    s.gap("g4", "unexpected", resolves="g2")
+    assert s.summary(TipState("complete")).status == "complete"
+
+
+def test_warning_gaps_do_not_count() -> None:
+    s = Session()
+    s.gap("g1", "user_only_dependency", severity="warning")
+    assert s.summary(RUNNING).status == "in_progress"
+    assert s.summary(TipState("complete")).status == "complete"
+
+
+def test_progress_pending_step_and_snippet() -> None:
+    s = Session()
+    s.advance()
+    s.notes("x" * 3000)
+    summary = s.summary(RUNNING)
+    run = summary.primary
+    assert run is not None
+    assert (run.steps_done, run.steps_known) == (1, 3)
+    assert (run.pending_step_id, run.pending_step_title) == ("build", "Build")
+    assert len(run.snippet.encode()) <= 1024 and run.snippet.endswith("\n\n[TRUNCATED]")
+    assert s.summary(TipState("complete")).primary.steps_done == 3  # type: ignore[union-attr]
+
+
+def test_latest_observation_per_key_wins() -> None:
+    s = Session()
+    s.observe("git_branch", "short_string", "main")
+    s.observe("git_head_sha", "git_sha1", "a" * 40)
+    summary = s.summary(RUNNING)
+    assert (summary.git_branch, summary.git_head_sha) == ("main", "a" * 40)
+    lifecycle = SessionLifecycle(workspace_path="/w").archive("2026-01-01T00:00:00Z")
+    summary = s.summary(RUNNING, lifecycle)
+    assert summary.archived and summary.workspace_path == "/w"
+
+
+def test_records_round_trip_and_other_versions_are_refused() -> None:
+    s = Session()
+    s.context({"goal": "Ünïcode goal"})
+    s.notes("notes with words")
+    summary = s.summary(RUNNING)
+    again = SessionSummary.from_record(summary.to_record())
+    assert again == summary
+    assert SessionSummary.from_record({**summary.to_record(), "v": PROJECTION_VERSION + 1}) is None
+    assert matches_text(summary, "NOTES  words goal") and not matches_text(summary, "absent")
+
+
+def test_tip_states_and_workflow_facts_are_read_leniently() -> None:
+    assert tip_state_of(None).kind == "missing"
+    assert tip_state_of({"nonsense": True}).kind == "invalid"
+    facts = workflow_facts_of(
+        {
+            "name": "Looping",
+            "definition": {
+                "steps": [
+                    {"id": "a", "title": "A"},
+                    {
+                        "id": "loop",
+                        "type": "loop",
+                        "body": [{"id": "b", "title": "B"}, {"id": "c"}],
+                    },
+                    "garbage",
+                ]
+            },
+        }
+    )
+    assert facts is not None and dict(facts.step_titles) == {"a": "A", "b": "B", "c": "c"}
+    assert workflow_facts_of({"definition": "no"}) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Fix the PARSER!", ["fix", "the", "parser"]),
+        ("ﬁx ｆｕｌｌ-width", ["fix", "full-width"]),  # NFKC
+        ("snake_case and-dash 123", ["snake_case", "and-dash", "123"]),
+        ("kept\n\n[TRUNCATED]", ["kept"]),
+        ("Ünïcode", ["n", "code"]),  # only [a-z0-9_-] make tokens, as the spec says
+    ],
+)
+def test_text_is_normalised_per_spec_70_section_9(text: str, expected: list[str]) -> None:
+    assert tokens(text) == expected
+
+
+def test_first_line_skips_blank_lines_and_heading_marks() -> None:
+    assert first_line("\n\n  ### Title here \nbody") == "Title here"
+    assert first_line("y" * 200, 10) == "y" * 9 + "…"

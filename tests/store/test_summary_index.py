@@ -1,0 +1,162 @@
+"""The files backend's summary index: disposable, versioned, and never stale — whoever
+wrote the logs, whatever happened to the index file."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+
+from tests.engine.helpers import tree_digest
+from tests.store.contract import append, engine_over
+from tests.store.plans import Chain
+from tests.store.test_local_store import indexed_rows
+from workrail.store.local.backend import LocalBackend
+from workrail.store.local.layout import Layout
+from workrail.store.local.session_store import TRASH_PREFIX, LocalSessionStore
+from workrail.store.ports import CandidateQuery, SessionFilter
+
+INDEX = Path("index") / "sessions.sqlite3"
+
+
+def _ids(backend: LocalBackend, **kw: object) -> set[str]:
+    page = backend.query.page(SessionFilter(archived="include", **kw), limit=500)  # type: ignore[arg-type]
+    return {s.session_id for s in page.unwrap().summaries}
+
+
+def _foreign_store(data_dir: Path) -> LocalSessionStore:
+    """A writer that never tells the index (another process, or the reference)."""
+    return LocalSessionStore(Layout(data_dir))
+
+
+def test_appends_from_elsewhere_are_seen_on_the_next_query(data_dir: Path) -> None:
+    backend = LocalBackend.open(data_dir)
+    assert _ids(backend) == set()
+    chain = Chain()
+    append(_foreign_store(data_dir), chain.sess, chain.start())
+    assert _ids(backend) == {chain.sess}
+    assert backend.query.get([chain.sess]).unwrap()[chain.sess].event_count == 3
+    append(_foreign_store(data_dir), chain.sess, chain.advance())
+    assert backend.query.get([chain.sess]).unwrap()[chain.sess].event_count == 6
+    shutil.rmtree(data_dir / "sessions" / chain.sess)
+    assert _ids(backend) == set()
+
+
+def test_a_missing_or_outdated_or_damaged_index_is_rebuilt(data_dir: Path) -> None:
+    engine = engine_over(LocalBackend.open(data_dir))
+    r = engine.start_workflow("probe-flow", {"goal": "keep me"}).unwrap()
+    sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
+    kept = indexed_rows(LocalBackend.open(data_dir))
+    assert set(kept) == {sid}
+
+    (data_dir / INDEX).unlink()
+    assert _ids(LocalBackend.open(data_dir)) == {sid}
+
+    conn = sqlite3.connect(data_dir / INDEX)
+    conn.execute("UPDATE meta SET value = '0' WHERE key = 'projection'")
+    conn.execute("UPDATE summaries SET record = '{\"v\": 0}'")
+    conn.commit()
+    conn.close()
+    assert _ids(LocalBackend.open(data_dir)) == {sid}
+    assert indexed_rows(LocalBackend.open(data_dir)) == kept
+
+    (data_dir / INDEX).write_bytes(b"this is not a database" * 100)
+    assert _ids(LocalBackend.open(data_dir)) == {sid}
+    assert indexed_rows(LocalBackend.open(data_dir)) == kept
+
+
+def test_candidates_never_write_even_when_the_index_is_stale_or_missing(data_dir: Path) -> None:
+    backend = LocalBackend.open(data_dir)
+    engine = engine_over(backend)
+    engine.start_workflow("probe-flow", {"goal": "index me"}).unwrap()
+    chain = Chain()
+    append(_foreign_store(data_dir), chain.sess, chain.start())  # the index does not know it
+    fresh = LocalBackend.open(data_dir)
+    before = tree_digest(data_dir)
+    found = fresh.query.candidates(CandidateQuery(session_id=chain.sess)).unwrap()
+    assert chain.sess in {s.session_id for s in found}
+    assert tree_digest(data_dir) == before
+
+    (data_dir / INDEX).unlink()
+    before = tree_digest(data_dir)
+    found = LocalBackend.open(data_dir).query.candidates(CandidateQuery(tokens=("index",)))
+    assert len(found.unwrap()) == 2
+    assert tree_digest(data_dir) == before
+    assert not (data_dir / INDEX).exists()
+
+
+def test_a_read_only_data_directory_still_answers(data_dir: Path) -> None:
+    engine = engine_over(LocalBackend.open(data_dir))
+    r = engine.start_workflow("probe-flow").unwrap()
+    sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
+    (data_dir / INDEX).unlink()
+    index_dir = data_dir / "index"
+    index_dir.chmod(0o500)
+    try:
+        if os.access(index_dir, os.W_OK):  # root ignores modes: make the path unusable
+            index_dir.chmod(0o700)
+            shutil.rmtree(index_dir)
+            index_dir.write_bytes(b"")  # a file where the directory should be
+        assert _ids(LocalBackend.open(data_dir)) == {sid}
+    finally:
+        if index_dir.is_dir():
+            index_dir.chmod(0o700)
+
+
+def test_reference_sessions_are_summarised(reference_data: Path) -> None:
+    backend = LocalBackend.open(reference_data)
+    summaries = {s.session_id: s for s in backend.query.page(SessionFilter()).unwrap().summaries}
+    probe = summaries["sess_akuobhxpaal3j6jgnpsnzywq2u"]
+    assert probe.workflow_name == "Probe Flow" and probe.is_healthy
+    blocked = summaries["sess_xitzhouag5y6h6k7bbzrv6k6ly"]
+    assert blocked.status == "blocked" and blocked.primary is not None
+    assert blocked.primary.pending_step_id == "write"
+
+
+def test_a_damaged_session_is_listed_with_its_health(data_dir: Path) -> None:
+    chain = Chain()
+    store = _foreign_store(data_dir)
+    append(store, chain.sess, chain.start())
+    append(store, chain.sess, chain.advance())
+    events = data_dir / "sessions" / chain.sess / "events"
+    latest = max(p for p in events.iterdir() if p.name.endswith(".jsonl"))
+    raw = bytearray(latest.read_bytes())
+    raw[len(raw) // 2] ^= 1
+    latest.write_bytes(bytes(raw))
+    summary = LocalBackend.open(data_dir).query.get([chain.sess]).unwrap()[chain.sess]
+    assert summary.health == "corrupt_tail"
+    assert summary.event_count == 3  # the validated prefix
+    assert _ids(LocalBackend.open(data_dir), healthy_only=True) == set()
+
+
+def test_an_interrupted_deletion_is_finished_and_never_listed(data_dir: Path) -> None:
+    backend = LocalBackend.open(data_dir)
+    chain = Chain()
+    append(backend.sessions, chain.sess, chain.start())
+    aside = data_dir / "sessions" / f"{TRASH_PREFIX}{chain.sess}-0000"
+    os.rename(data_dir / "sessions" / chain.sess, aside)  # a crash right after the rename
+    assert _ids(backend) == set()
+    assert chain.sess not in backend.sessions.list_ids().unwrap()
+    backend.sessions.sweep_trash()
+    assert not aside.exists()
+
+
+def test_lifecycle_record_sits_beside_the_log_and_bad_records_read_as_default(
+    data_dir: Path,
+) -> None:
+    backend = LocalBackend.open(data_dir)
+    chain = Chain()
+    append(backend.sessions, chain.sess, chain.start())
+    from workrail.core.lifecycle import SessionLifecycle
+
+    backend.lifecycle.put(chain.sess, SessionLifecycle(workspace_path="/src/app"))
+    path = data_dir / "sessions" / chain.sess / "lifecycle.json"
+    assert path.read_bytes() == (
+        b'{"archived":false,"archivedAt":null,"v":1,"workspacePath":"/src/app"}'
+    )
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+    assert backend.query.get([chain.sess]).unwrap()[chain.sess].workspace_path == "/src/app"
+    path.write_bytes(b"{not json")
+    assert backend.lifecycle.get(chain.sess).unwrap() == SessionLifecycle()
+    assert backend.query.get([chain.sess]).unwrap()[chain.sess].workspace_path is None

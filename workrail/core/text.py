@@ -1,0 +1,40 @@
+"""Text normalisation for search and resume (spec 70 §9): Unicode NFKC, then a
+locale-independent lowercase, then tokens `[a-z0-9_-]+`. One definition, so what the
+index stores and what a query asks for are cut the same way."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from typing import Final
+
+from workrail.core.budgets import TRUNCATION_MARKER
+
+TOKEN_RE: Final = re.compile(r"[a-z0-9_-]+")
+
+
+def normalise(text: str) -> str:
+    """NFKC then casefold-free lowercase (str.lower is locale-independent in Python)."""
+    return unicodedata.normalize("NFKC", text).lower()
+
+
+def tokens(text: str) -> list[str]:
+    """The tokens of `text` in order (duplicates kept); the truncation marker is not text."""
+    return TOKEN_RE.findall(normalise(text.replace(TRUNCATION_MARKER, " ")))
+
+
+def token_set(texts: Iterable[str]) -> frozenset[str]:
+    found: set[str] = set()
+    for text in texts:
+        found.update(tokens(text))
+    return frozenset(found)
+
+
+def first_line(text: str, limit: int = 120) -> str:
+    """The first non-blank line, trimmed of Markdown heading marks, at most `limit` chars."""
+    for raw in text.replace(TRUNCATION_MARKER, "\n").splitlines():
+        line = raw.strip().lstrip("#").strip()
+        if line:
+            return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+    return ""

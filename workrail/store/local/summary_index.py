@@ -1,0 +1,696 @@
+"""The files backend's `SessionQuery`: a disposable SQLite index of session summaries
+(with an FTS5 table for text) in `<data>/index/sessions.sqlite3`.
+
+Truth stays in the logs. Each row remembers the identity (inode, size, mtime) of the
+session's manifest and lifecycle record it was projected from; before answering, the
+index compares those with one `stat` each and re-projects what changed, drops what was
+deleted and adds what is new — so a session written by another process (ours or the
+reference's) is never listed stale. Appends made in this process update their row at once
+(`committed`), under the session's writer. An index of another schema or projection
+version, or one SQLite cannot read, is thrown away and rebuilt.
+
+The index is written with `synchronous=OFF`: losing it costs a rebuild, never a session.
+After a reboot (the kernel's boot id changed) it is checked once before use. It runs in
+rollback-journal mode, so a read-only query creates and changes no file: `candidates`
+(resume_session) never writes, and when rows are stale it works on an in-memory copy.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sqlite3
+import threading
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Final
+
+from returns.result import Failure, Result, Success
+
+from workrail.core.ids import is_session_id
+from workrail.core.lifecycle import SessionLifecycle
+from workrail.core.summary import PROJECTION_VERSION, SessionSummary
+from workrail.core.text import tokens
+from workrail.store.errors import StoreError
+from workrail.store.local.layout import Layout
+from workrail.store.local.lifecycle import LIFECYCLE_FILE, LocalLifecycleStore
+from workrail.store.local.session_store import LocalSessionStore
+from workrail.store.ports import (
+    QUERY_PAGE_MAX,
+    CandidateQuery,
+    PageCursor,
+    SessionFilter,
+    SessionLog,
+    SummaryPage,
+)
+from workrail.store.summaries import SummaryProjector
+
+log = logging.getLogger("workrail.store.index")
+
+INDEX_SCHEMA: Final = 1
+INDEX_RELPATH: Final = Path("index") / "sessions.sqlite3"
+BOOT_ID: Final = Path("/proc/sys/kernel/random/boot_id")
+
+_SCHEMA: Final = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE summaries (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL UNIQUE,
+    identity TEXT NOT NULL,
+    activity_us INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    archived INTEGER NOT NULL,
+    healthy INTEGER NOT NULL,
+    workflow_id TEXT,
+    workspace_path TEXT,
+    repo_root_hash TEXT,
+    git_branch TEXT,
+    git_head_sha TEXT,
+    record TEXT NOT NULL
+);
+CREATE INDEX summaries_recent ON summaries (activity_us DESC, session_id);
+CREATE INDEX summaries_head ON summaries (git_head_sha);
+CREATE INDEX summaries_branch ON summaries (git_branch);
+CREATE INDEX summaries_workspace ON summaries (workspace_path);
+CREATE INDEX summaries_root ON summaries (repo_root_hash);
+CREATE TABLE runs (run_id TEXT NOT NULL, session_id TEXT NOT NULL, PRIMARY KEY (run_id, session_id));
+CREATE INDEX runs_session ON runs (session_id);
+CREATE VIRTUAL TABLE corpus USING fts5 (text, tokenize = "unicode61 tokenchars '_-'", prefix = '3');
+"""
+
+Identity = str
+
+
+def activity_us(moment: datetime | None) -> int:
+    if moment is None:
+        return 0
+    return int(moment.timestamp() * 1_000_000)
+
+
+def _stat_identity(path: Path) -> str | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def _boot_id() -> str:
+    try:
+        return BOOT_ID.read_text().strip()
+    except OSError:
+        return "unknown"
+
+
+@dataclass(frozen=True)
+class _Disk:
+    """What the session directories say now: the identity of each session."""
+
+    identities: dict[str, Identity]
+
+
+class IndexUnavailable(Exception):
+    pass
+
+
+class LocalSessionQuery:
+    def __init__(
+        self,
+        layout: Layout,
+        sessions: LocalSessionStore,
+        lifecycles: LocalLifecycleStore,
+        projector: SummaryProjector,
+    ) -> None:
+        self._layout = layout
+        self._sessions = sessions
+        self._lifecycles = lifecycles
+        self._projector = projector
+        self._path = layout.root / INDEX_RELPATH
+        self._mutex = threading.RLock()
+        self._conn: sqlite3.Connection | None = None
+
+    def close(self) -> None:
+        with self._mutex:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    # --- identities ------------------------------------------------------------------
+
+    def identity(self, session_id: str) -> Identity | None:
+        """None when the session has no manifest (absent, or being created)."""
+        session_dir = self._layout.sessions_dir / session_id
+        manifest = _stat_identity(session_dir / "manifest.jsonl")
+        if manifest is None:
+            return None
+        return f"{manifest}/{_stat_identity(session_dir / LIFECYCLE_FILE) or '-'}"
+
+    def _scan(self) -> _Disk:
+        try:
+            names = os.listdir(self._layout.sessions_dir)
+        except FileNotFoundError:
+            return _Disk({})
+        except OSError as exc:
+            raise IndexUnavailable(f"cannot list sessions: {exc}") from exc
+        found: dict[str, Identity] = {}
+        for name in names:
+            if is_session_id(name):
+                ident = self.identity(name)
+                if ident is not None:
+                    found[name] = ident
+        return _Disk(found)
+
+    # --- connections -----------------------------------------------------------------
+
+    def _open(self) -> sqlite3.Connection:
+        """The read-write connection, (re)creating the index when it is missing, of
+        another version, or damaged."""
+        if self._conn is not None:
+            return self._conn
+        self._path.parent.mkdir(parents=True, exist_ok=True)
+        conn = self._connect_rw()
+        try:
+            fresh = not self._usable(conn)
+        except sqlite3.DatabaseError:
+            fresh = True
+        if fresh:
+            conn.close()
+            self._discard()
+            conn = self._connect_rw()
+            conn.executescript(_SCHEMA)
+            self._write_meta(conn)
+            conn.commit()
+        self._conn = conn
+        return conn
+
+    def _connect_rw(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self._path, timeout=10.0, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=DELETE")
+        conn.execute("PRAGMA synchronous=OFF")
+        return conn
+
+    def _write_meta(self, conn: sqlite3.Connection) -> None:
+        conn.executemany(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+            [
+                ("schema", str(INDEX_SCHEMA)),
+                ("projection", str(PROJECTION_VERSION)),
+                ("boot_id", _boot_id()),
+            ],
+        )
+
+    def _usable(self, conn: sqlite3.Connection) -> bool:
+        meta = dict(_meta(conn))
+        if meta.get("schema") != str(INDEX_SCHEMA) or meta.get("projection") != str(
+            PROJECTION_VERSION
+        ):
+            return False
+        if meta.get("boot_id") != _boot_id():
+            # Written without fsync: after a power loss it may be damaged. Check once.
+            row = conn.execute("PRAGMA quick_check").fetchone()
+            if row is None or row[0] != "ok":
+                return False
+            conn.execute("UPDATE meta SET value = ? WHERE key = 'boot_id'", (_boot_id(),))
+            conn.commit()
+        return True
+
+    def _discard(self) -> None:
+        for suffix in ("", "-journal", "-wal", "-shm"):
+            try:
+                os.unlink(str(self._path) + suffix)
+            except FileNotFoundError:
+                pass
+
+    def _reset(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except sqlite3.Error:
+                pass
+            self._conn = None
+        self._discard()
+
+    def _synced(self) -> sqlite3.Connection:
+        """The read-write connection, synced with the disk; rebuilt once if damaged. A
+        busy or read-only database raises `sqlite3.OperationalError` untouched."""
+        for attempt in (1, 2):
+            try:
+                conn = self._open()
+                self._sync(conn, self._scan())
+                return conn
+            except sqlite3.OperationalError:
+                raise
+            except sqlite3.DatabaseError as exc:
+                if attempt == 2:
+                    raise IndexUnavailable(f"session index unusable: {exc}") from exc
+                log.warning("session index damaged (%s); rebuilding it", exc)
+                self._reset()
+        raise AssertionError("unreachable")
+
+    def _reader(self) -> sqlite3.Connection:
+        """A connection that reflects the disk now without writing anything: the index
+        itself when it is current, else an in-memory copy brought up to date."""
+        disk = self._scan()
+        source = self._open_readonly()
+        if source is None:
+            memory = _empty_memory()
+        else:
+            try:
+                stale: bool | None = _stale(source, disk)
+            except sqlite3.DatabaseError:
+                stale = None
+            if stale is False:
+                return source
+            memory = _empty_memory() if stale is None else _copy(source)
+            source.close()
+        self._sync(memory, disk)
+        return memory
+
+    def _open_readonly(self) -> sqlite3.Connection | None:
+        """The index opened read-only when it exists and is of this version."""
+        if not self._path.exists():
+            return None
+        try:
+            source = sqlite3.connect(
+                f"file:{self._path}?mode=ro", uri=True, timeout=10.0, check_same_thread=False
+            )
+        except sqlite3.DatabaseError:
+            return None
+        meta = dict(_meta(source))
+        if meta.get("schema") != str(INDEX_SCHEMA) or meta.get("projection") != str(
+            PROJECTION_VERSION
+        ):
+            source.close()
+            return None
+        return source
+
+    # --- keeping rows current ----------------------------------------------------------
+
+    def _sync(self, conn: sqlite3.Connection, disk: _Disk) -> None:
+        rows = dict(conn.execute("SELECT session_id, identity FROM summaries").fetchall())
+        changed = [sid for sid, ident in disk.identities.items() if rows.get(sid) != ident]
+        gone = [sid for sid in rows if sid not in disk.identities]
+        for sid in gone:
+            _delete_row(conn, sid)
+        for sid in sorted(changed):
+            self._refresh(conn, sid, disk.identities[sid])
+        if changed or gone:
+            conn.commit()
+
+    def _refresh(self, conn: sqlite3.Connection, session_id: str, ident: Identity) -> None:
+        loaded = self._projector.load(self._sessions, self._lifecycles, session_id)
+        if isinstance(loaded, Failure):
+            raise IndexUnavailable(loaded.failure().message)
+        summary = loaded.unwrap()
+        if summary is None:
+            _delete_row(conn, session_id)
+        else:
+            _upsert(conn, summary, ident)
+
+    def committed(self, session_log: SessionLog, last_activity: datetime) -> None:
+        """An append of this process (the writer is held): project it now."""
+        session_id = session_log.session_id
+        try:
+            with self._mutex:
+                conn = self._open()
+                ident = self.identity(session_id)
+                if ident is None:
+                    return
+                lifecycle = self._lifecycles.get(session_id).value_or(SessionLifecycle())
+                summary = self._projector.of_log(
+                    session_log, last_activity=last_activity, lifecycle=lifecycle
+                )
+                _upsert(conn, summary, ident)
+                conn.commit()
+        except Exception:  # the append is durable already; the next query re-syncs
+            log.warning("session index not updated after an append", exc_info=True)
+            self._forget_row(session_id)
+
+    def lifecycle_changed(
+        self, session_id: str, lifecycle: SessionLifecycle, written_at: datetime
+    ) -> None:
+        try:
+            with self._mutex:
+                conn = self._open()
+                row = conn.execute(
+                    "SELECT record FROM summaries WHERE session_id = ?", (session_id,)
+                ).fetchone()
+                ident = self.identity(session_id)
+                summary = None if row is None else SessionSummary.from_record(json.loads(row[0]))
+                if summary is None or ident is None:
+                    return  # the next query projects it
+                summary = replace(
+                    summary,
+                    archived=lifecycle.archived,
+                    workspace_path=lifecycle.workspace_path,
+                    corpus=_corpus_of(conn, session_id),
+                )
+                _upsert(conn, summary, ident)
+                conn.commit()
+        except Exception:
+            log.warning("session index not updated after a lifecycle change", exc_info=True)
+            self._forget_row(session_id)
+
+    def deleted(self, session_id: str) -> None:
+        try:
+            with self._mutex:
+                conn = self._open()
+                _delete_row(conn, session_id)
+                conn.commit()
+        except Exception:
+            log.warning("session index not updated after a deletion", exc_info=True)
+
+    def _forget_row(self, session_id: str) -> None:
+        try:
+            with self._mutex:
+                if self._conn is not None:
+                    self._conn.execute(
+                        "UPDATE summaries SET identity = '' WHERE session_id = ?", (session_id,)
+                    )
+                    self._conn.commit()
+        except sqlite3.Error:
+            pass
+
+    # --- the port ----------------------------------------------------------------------
+
+    def page(
+        self, where: SessionFilter, *, limit: int = 50, cursor: PageCursor | None = None
+    ) -> Result[SummaryPage, StoreError]:
+        limit = max(1, min(limit, QUERY_PAGE_MAX))
+        try:
+            with self._connection() as conn:
+                sql, args = _filter_sql(where)
+                if cursor is not None:
+                    sql += " AND (activity_us < ? OR (activity_us = ? AND session_id > ?))"
+                    args += [cursor.activity_us, cursor.activity_us, cursor.session_id]
+                rows = conn.execute(
+                    f"SELECT record, activity_us, session_id FROM summaries WHERE {sql} "
+                    "ORDER BY activity_us DESC, session_id ASC LIMIT ?",
+                    [*args, limit + 1],
+                ).fetchall()
+        except (IndexUnavailable, sqlite3.Error) as exc:
+            return Failure(StoreError("SESSION_STORE_IO_ERROR", f"session index: {exc}"))
+        summaries = tuple(_parse(r[0]) for r in rows[:limit])
+        more = len(rows) > limit
+        last = rows[limit - 1] if more else None
+        next_cursor = PageCursor(last[1], last[2]) if last is not None else None
+        return Success(SummaryPage(summaries, next_cursor))
+
+    def get(self, session_ids: Collection[str]) -> Result[Mapping[str, SessionSummary], StoreError]:
+        wanted = sorted({s for s in session_ids if is_session_id(s)})
+        found: dict[str, SessionSummary] = {}
+        try:
+            with self._mutex:
+                conn = self._targeted(wanted)
+                for sid in wanted:
+                    row = conn.execute(
+                        "SELECT record FROM summaries WHERE session_id = ?", (sid,)
+                    ).fetchone()
+                    if row is not None:
+                        found[sid] = replace(_parse(row[0]), corpus=_corpus_of(conn, sid))
+        except (IndexUnavailable, sqlite3.Error) as exc:
+            return Failure(StoreError("SESSION_STORE_IO_ERROR", f"session index: {exc}"))
+        return Success(found)
+
+    def session_of_run(self, run_id: str) -> Result[str | None, StoreError]:
+        try:
+            with self._connection() as conn:
+                row = conn.execute(
+                    "SELECT r.session_id FROM runs r JOIN summaries s ON s.session_id = "
+                    "r.session_id WHERE r.run_id = ? ORDER BY s.activity_us DESC, "
+                    "s.session_id LIMIT 1",
+                    (run_id,),
+                ).fetchone()
+        except (IndexUnavailable, sqlite3.Error) as exc:
+            return Failure(StoreError("SESSION_STORE_IO_ERROR", f"session index: {exc}"))
+        return Success(None if row is None else str(row[0]))
+
+    def candidates(self, query: CandidateQuery) -> Result[list[SessionSummary], StoreError]:
+        try:
+            with self._mutex:
+                conn = self._reader()
+                try:
+                    return Success(_candidates(conn, query))
+                finally:
+                    if conn is not self._conn:
+                        conn.close()
+        except (IndexUnavailable, sqlite3.Error) as exc:
+            return Failure(StoreError("SESSION_STORE_IO_ERROR", f"session index: {exc}"))
+
+    def rebuild(self) -> Result[int, StoreError]:
+        try:
+            with self._mutex:
+                self._reset()
+                conn = self._synced()
+                (count,) = conn.execute("SELECT count(*) FROM summaries").fetchone()
+        except (IndexUnavailable, sqlite3.Error, OSError) as exc:
+            return Failure(StoreError("SESSION_STORE_IO_ERROR", f"session index: {exc}"))
+        return Success(int(count))
+
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        """The synced index; when it cannot be written (a read-only data directory, a
+        database busy for too long), an up-to-date read-only view instead."""
+        with self._mutex:
+            owned = False
+            try:
+                conn = self._synced()
+            except (OSError, sqlite3.OperationalError) as exc:
+                log.info("session index not writable (%s); answering read-only", exc)
+                conn, owned = self._reader(), True
+            try:
+                yield conn
+            finally:
+                if owned:
+                    conn.close()
+
+    def _targeted(self, session_ids: list[str]) -> sqlite3.Connection:
+        """The index with just these sessions brought up to date."""
+        try:
+            conn = self._open()
+        except (OSError, sqlite3.OperationalError):
+            return self._reader()
+        try:
+            rows = {
+                sid: conn.execute(
+                    "SELECT identity FROM summaries WHERE session_id = ?", (sid,)
+                ).fetchone()
+                for sid in session_ids
+            }
+            touched = False
+            for sid in session_ids:
+                ident = self.identity(sid)
+                stored = rows[sid][0] if rows[sid] is not None else None
+                if ident is None and stored is not None:
+                    _delete_row(conn, sid)
+                    touched = True
+                elif ident is not None and ident != stored:
+                    self._refresh(conn, sid, ident)
+                    touched = True
+            if touched:
+                conn.commit()
+        except sqlite3.DatabaseError:
+            self._reset()
+            return self._targeted(session_ids)
+        return conn
+
+
+# --- SQL helpers ---------------------------------------------------------------------------
+
+
+def _copy(source: sqlite3.Connection) -> sqlite3.Connection:
+    memory = sqlite3.connect(":memory:", check_same_thread=False)
+    try:
+        source.backup(memory)
+    except sqlite3.DatabaseError:
+        memory.close()
+        return _empty_memory()
+    return memory
+
+
+def _empty_memory() -> sqlite3.Connection:
+    memory = sqlite3.connect(":memory:", check_same_thread=False)
+    memory.executescript(_SCHEMA)
+    return memory
+
+
+def _meta(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+    try:
+        return [(str(k), str(v)) for k, v in conn.execute("SELECT key, value FROM meta")]
+    except sqlite3.OperationalError:
+        return []
+
+
+def _stale(conn: sqlite3.Connection, disk: _Disk) -> bool:
+    rows = dict(conn.execute("SELECT session_id, identity FROM summaries").fetchall())
+    return rows != disk.identities
+
+
+def _parse(record: str) -> SessionSummary:
+    summary = SessionSummary.from_record(json.loads(record))
+    if summary is None:
+        raise sqlite3.DatabaseError("a summary of another projection version")
+    return summary
+
+
+def _corpus_of(conn: sqlite3.Connection, session_id: str) -> str:
+    row = conn.execute(
+        "SELECT c.text FROM corpus c JOIN summaries s ON c.rowid = s.id WHERE s.session_id = ?",
+        (session_id,),
+    ).fetchone()
+    return "" if row is None else str(row[0])
+
+
+def _delete_row(conn: sqlite3.Connection, session_id: str) -> None:
+    row = conn.execute("SELECT id FROM summaries WHERE session_id = ?", (session_id,)).fetchone()
+    if row is None:
+        return
+    conn.execute("DELETE FROM corpus WHERE rowid = ?", (row[0],))
+    conn.execute("DELETE FROM summaries WHERE id = ?", (row[0],))
+    conn.execute("DELETE FROM runs WHERE session_id = ?", (session_id,))
+
+
+def _upsert(conn: sqlite3.Connection, summary: SessionSummary, ident: Identity) -> None:
+    record = summary.to_record()
+    record.pop("corpus", None)
+    conn.execute(
+        "INSERT INTO summaries (session_id, identity, activity_us, status, archived, healthy, "
+        "workflow_id, workspace_path, repo_root_hash, git_branch, git_head_sha, record) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET "
+        "identity = excluded.identity, activity_us = excluded.activity_us, "
+        "status = excluded.status, archived = excluded.archived, healthy = excluded.healthy, "
+        "workflow_id = excluded.workflow_id, workspace_path = excluded.workspace_path, "
+        "repo_root_hash = excluded.repo_root_hash, git_branch = excluded.git_branch, "
+        "git_head_sha = excluded.git_head_sha, record = excluded.record",
+        (
+            summary.session_id,
+            ident,
+            activity_us(summary.last_activity),
+            summary.status,
+            int(summary.archived),
+            int(summary.is_healthy),
+            summary.workflow_id,
+            summary.workspace_path,
+            summary.repo_root_hash,
+            summary.git_branch,
+            summary.git_head_sha,
+            json.dumps(record, ensure_ascii=False, separators=(",", ":")),
+        ),
+    )
+    (rowid,) = conn.execute(
+        "SELECT id FROM summaries WHERE session_id = ?", (summary.session_id,)
+    ).fetchone()
+    conn.execute("DELETE FROM corpus WHERE rowid = ?", (rowid,))
+    conn.execute("INSERT INTO corpus (rowid, text) VALUES (?, ?)", (rowid, summary.corpus))
+    conn.execute("DELETE FROM runs WHERE session_id = ?", (summary.session_id,))
+    conn.executemany(
+        "INSERT OR REPLACE INTO runs (run_id, session_id) VALUES (?, ?)",
+        [(run.run_id, summary.session_id) for run in summary.runs],
+    )
+
+
+def _match_all(tokens: Collection[str]) -> str:
+    return " ".join(f'"{t}"' for t in tokens)
+
+
+def _filter_sql(where: SessionFilter) -> tuple[str, list[Any]]:
+    clauses = ["1"]
+    args: list[Any] = []
+    if where.statuses:
+        marks = ", ".join("?" for _ in where.statuses)
+        clauses.append(f"status IN ({marks})")
+        args.extend(sorted(where.statuses))
+    if where.workflow is not None:
+        clauses.append("workflow_id = ?")
+        args.append(where.workflow)
+    if where.workspace is not None:
+        clauses.append("(workspace_path = ? OR repo_root_hash = ?)")
+        args.extend([where.workspace, where.workspace])
+    if where.branch is not None:
+        clauses.append("git_branch = ?")
+        args.append(where.branch)
+    if where.since is not None:
+        clauses.append("activity_us >= ?")
+        args.append(activity_us(where.since))
+    if where.archived == "exclude":
+        clauses.append("archived = 0")
+    elif where.archived == "only":
+        clauses.append("archived = 1")
+    if where.healthy_only:
+        clauses.append("healthy = 1")
+    if where.text is not None:
+        wanted = tokens(where.text)
+        if wanted:
+            clauses.append("id IN (SELECT rowid FROM corpus WHERE corpus MATCH ?)")
+            args.append(_match_all(sorted(set(wanted))))
+    return " AND ".join(clauses), args
+
+
+def _candidates(conn: sqlite3.Connection, query: CandidateQuery) -> list[SessionSummary]:
+    base = ["1"]
+    if not query.include_archived:
+        base.append("archived = 0")
+    if not query.include_unhealthy:
+        base.append("healthy = 1")
+    cond = " AND ".join(base)
+    n = max(1, query.per_signal)
+    ids: set[int] = set()
+
+    def take(sql: str, args: list[Any]) -> None:
+        ids.update(r[0] for r in conn.execute(sql, args).fetchall())
+
+    recent = "ORDER BY activity_us DESC, session_id LIMIT ?"
+    if query.session_id is not None:
+        take(f"SELECT id FROM summaries WHERE {cond} AND session_id = ?", [query.session_id])
+    if query.run_id is not None:
+        take(
+            f"SELECT s.id FROM summaries s JOIN runs r ON r.session_id = s.session_id "
+            f"WHERE {cond} AND r.run_id = ?",
+            [query.run_id],
+        )
+    words = sorted(set(query.tokens) | set(query.workflow_tokens))
+    if words:
+        take(
+            f"SELECT id FROM summaries WHERE {cond} AND id IN "
+            f"(SELECT rowid FROM corpus WHERE corpus MATCH ?) {recent}",
+            [_match_all(sorted(set(query.tokens)) or words), n],
+        )
+        loose = " OR ".join(f'"{w[:3]}"*' if len(w) > 3 else f'"{w}"' for w in words)
+        take(
+            f"SELECT s.id FROM corpus c JOIN summaries s ON s.id = c.rowid "
+            f"WHERE corpus MATCH ? AND {cond} ORDER BY c.rank LIMIT ?",
+            [loose, n],
+        )
+    if query.git_head_sha is not None:
+        take(
+            f"SELECT id FROM summaries WHERE {cond} AND git_head_sha = ? {recent}",
+            [query.git_head_sha, n],
+        )
+    if query.git_branch is not None:
+        take(
+            f"SELECT id FROM summaries WHERE {cond} AND git_branch IS NOT NULL AND "
+            f"(git_branch = ? OR substr(git_branch, 1, length(?)) = ? OR "
+            f"substr(?, 1, length(git_branch)) = git_branch) {recent}",
+            [query.git_branch] * 4 + [n],
+        )
+    if query.workspace is not None:
+        take(
+            f"SELECT id FROM summaries WHERE {cond} AND (workspace_path = ? OR "
+            f"repo_root_hash = ?) {recent}",
+            [query.workspace, query.workspace, n],
+        )
+    take(f"SELECT id FROM summaries WHERE {cond} {recent}", [n])
+    out: list[SessionSummary] = []
+    for rowid in sorted(ids):
+        row = conn.execute(
+            "SELECT s.record, c.text FROM summaries s LEFT JOIN corpus c ON c.rowid = s.id "
+            "WHERE s.id = ?",
+            (rowid,),
+        ).fetchone()
+        if row is not None:
+            out.append(replace(_parse(row[0]), corpus=str(row[1] or "")))
+    return out

@@ -1,0 +1,188 @@
+"""Gathering what the pure summary projection reads (tip snapshots, pinned workflows,
+lifecycle, health) through the ports, for any backend. A backend's query index calls this
+after each append and when it rebuilds; snapshots and pinned workflows are immutable, so
+what was looked up once is kept (bounded)."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Generic, TypeVar
+
+from returns.result import Failure, Result, Success
+
+from workrail.core.events import DomainEvent
+from workrail.core.health import HEALTHY, SessionHealth
+from workrail.core.lifecycle import SessionLifecycle
+from workrail.core.session_index import SessionIndex
+from workrail.core.summary import (
+    SessionFacts,
+    SessionSummary,
+    TipState,
+    WorkflowFacts,
+    needs,
+    replay,
+    summarize,
+    tip_state_of,
+    workflow_facts_of,
+)
+from workrail.store.errors import StoreError
+from workrail.store.ports import (
+    LifecycleStore,
+    PinnedWorkflowStore,
+    SessionLog,
+    SessionStore,
+    SnapshotStore,
+)
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class _Bounded(Generic[K, V]):
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._items: OrderedDict[K, V] = OrderedDict()
+        self._mutex = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._mutex:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: K, value: V) -> None:
+        with self._mutex:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+
+class SummaryProjector:
+    """`SessionSummary` values from the stores; never writes."""
+
+    def __init__(self, snapshots: SnapshotStore, pinned: PinnedWorkflowStore) -> None:
+        self._snapshots = snapshots
+        self._pinned = pinned
+        self._tips: _Bounded[str, TipState] = _Bounded(8192)
+        self._workflows: _Bounded[str, WorkflowFacts | None] = _Bounded(1024)
+
+    def summarize(
+        self,
+        session_id: str,
+        events: Sequence[DomainEvent],
+        index: SessionIndex | None,
+        *,
+        health: SessionHealth | None,
+        last_activity: datetime | None,
+        lifecycle: SessionLifecycle,
+    ) -> SessionSummary:
+        tips: dict[str, TipState] = {}
+        workflows: dict[str, WorkflowFacts] = {}
+        if index is not None:
+            wanted = needs(index)
+            for ref in wanted.snapshot_refs:
+                tips[ref] = self._tip(ref)
+            for workflow_hash in wanted.workflow_hashes:
+                facts = self._workflow(workflow_hash)
+                if facts is not None:
+                    workflows[workflow_hash] = facts
+        return summarize(
+            SessionFacts(
+                session_id=session_id,
+                events=events,
+                index=index,
+                health=health,
+                last_activity=last_activity,
+                lifecycle=lifecycle,
+                tips=tips,
+                workflows=workflows,
+            )
+        )
+
+    def of_log(
+        self, log: SessionLog, *, last_activity: datetime | None, lifecycle: SessionLifecycle
+    ) -> SessionSummary:
+        """The summary of a healthy session from its validated view."""
+        return self.summarize(
+            log.session_id,
+            log.events,
+            log.index,
+            health=HEALTHY,
+            last_activity=last_activity,
+            lifecycle=lifecycle,
+        )
+
+    def load(
+        self, sessions: SessionStore, lifecycles: LifecycleStore, session_id: str
+    ) -> Result[SessionSummary | None, StoreError]:
+        """The summary as the stores stand now; None when the session does not exist. An
+        unhealthy session is summarised from its validated prefix."""
+        exists = sessions.exists(session_id)
+        if isinstance(exists, Failure):
+            return Failure(exists.failure())
+        if not exists.unwrap():
+            return Success(None)
+        lifecycle = lifecycles.get(session_id).value_or(SessionLifecycle())
+        activity: datetime | None = sessions.last_activity(session_id).value_or(None)
+        read = sessions.read(
+            session_id,
+            lambda log: (
+                None
+                if log.is_empty
+                else self.of_log(log, last_activity=activity, lifecycle=lifecycle)
+            ),
+        )
+        if isinstance(read, Success):
+            return Success(read.unwrap())
+        error: StoreError = read.failure()
+        if error.health is None:
+            if error.code == "STORE_UNAVAILABLE":
+                return Failure(error)
+            return Success(
+                self.summarize(
+                    session_id, (), None, health=None, last_activity=activity, lifecycle=lifecycle
+                )
+            )
+        prefix = sessions.load_prefix(session_id)
+        events: tuple[DomainEvent, ...] = (
+            prefix.unwrap().events if isinstance(prefix, Success) else ()
+        )
+        return Success(
+            self.summarize(
+                session_id,
+                events,
+                replay(events),
+                health=error.health,
+                last_activity=activity,
+                lifecycle=lifecycle,
+            )
+        )
+
+    def _tip(self, ref: str) -> TipState:
+        cached = self._tips.get(ref)
+        if cached is not None:
+            return cached
+        loaded = self._snapshots.get(ref)
+        if isinstance(loaded, Failure):
+            return TipState("invalid")  # not cached: it may be readable next time
+        state = tip_state_of(loaded.unwrap())
+        if state.kind != "missing":
+            self._tips.put(ref, state)
+        return state
+
+    def _workflow(self, workflow_hash: str) -> WorkflowFacts | None:
+        cached = self._workflows.get(workflow_hash)
+        if cached is not None:
+            return cached
+        loaded = self._pinned.get(workflow_hash)
+        if isinstance(loaded, Failure):
+            return None
+        facts = workflow_facts_of(loaded.unwrap())
+        if facts is not None:
+            self._workflows.put(workflow_hash, facts)
+        return facts

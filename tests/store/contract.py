@@ -343,7 +343,9 @@ class BackendContract:
         engine = engine_over(backend)
         r = engine.start_workflow("probe-flow").unwrap()
         sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
-        r = engine.advance(r["stateToken"], r["ackToken"], notes_markdown="# Planned the lexer").unwrap()
+        r = engine.advance(
+            r["stateToken"], r["ackToken"], notes_markdown="# Planned the lexer"
+        ).unwrap()
         summary = backend.query.get([sid]).unwrap()[sid]
         assert summary.title == "Planned the lexer"  # no title key: the first notes
         assert (summary.primary.steps_done, summary.primary.pending_step_id) == (1, "build")
@@ -360,9 +362,10 @@ class BackendContract:
         engine = engine_over(backend)
         r = engine.start_workflow("val-flow").unwrap()
         sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
-        assert engine.advance(r["stateToken"], r["ackToken"], notes_markdown="nope").unwrap()[
-            "kind"
-        ] == "blocked"
+        assert (
+            engine.advance(r["stateToken"], r["ackToken"], notes_markdown="nope").unwrap()["kind"]
+            == "blocked"
+        )
         assert backend.query.get([sid]).unwrap()[sid].status == "blocked"
 
     def test_listing_filters_and_pages_by_last_activity(self, backend: Any) -> None:
@@ -381,14 +384,16 @@ class BackendContract:
         stamps = [listed[s].last_activity for s in order]
         assert stamps == sorted(stamps, reverse=True)
         only = lambda **kw: {  # noqa: E731
-            s.session_id for s in backend.query.page(SessionFilter(**kw), limit=500).unwrap().summaries
+            s.session_id
+            for s in backend.query.page(SessionFilter(**kw), limit=500).unwrap().summaries
         }
-        assert only(workflow="val-flow") & set(listed) == {val}
-        assert only(text="number3 SHARED") == {sids[3]}
-        assert only(text="shared") >= set(sids) and val not in only(text="shared")
+        ours = set(sids) | {val}
+        assert only(workflow="val-flow") & ours == {val}
+        assert only(text="number3 SHARED") & ours == {sids[3]}
+        assert only(text="shared") & ours == set(sids)
         assert only(text="nowhere-to-be-found") == set()
         assert val in only(statuses=frozenset({"in_progress"}))
-        assert only(statuses=frozenset({"complete"})) & set(listed) == set()
+        assert only(statuses=frozenset({"complete"})) & ours == set()
         future = datetime.now(UTC) + timedelta(days=1)
         assert only(since=future) == set()
 
@@ -512,8 +517,17 @@ class ProjectionPropertyContract:
         ops = st.lists(
             st.tuples(
                 st.sampled_from(
-                    ["start", "advance", "advance", "fork", "checkpoint", "import",
-                     "archive", "unarchive", "delete"]
+                    [
+                        "start",
+                        "advance",
+                        "advance",
+                        "fork",
+                        "checkpoint",
+                        "import",
+                        "archive",
+                        "unarchive",
+                        "delete",
+                    ]
                 ),
                 st.integers(0, 7),
                 st.sampled_from(["alpha", "beta gamma", "DONE", "Ünïcode wörds", "fix-123"]),
@@ -577,8 +591,11 @@ def _play(backend: Any, sequence: list[tuple[str, int, str]]) -> None:
                 engine.checkpoint(token)
         elif op == "import":
             exported = export_session(
-                backend, target["sid"], bundle_id="bundle_" + "a" * 26,
-                exported_at="2026-01-01T00:00:00.000Z", app_version="test",
+                backend,
+                target["sid"],
+                bundle_id="bundle_" + "a" * 26,
+                exported_at="2026-01-01T00:00:00.000Z",
+                app_version="test",
             )
             if isinstance(exported, Success):
                 imported = import_bundle(backend, bundle_bytes(exported.unwrap())).unwrap()

@@ -9,7 +9,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from returns.result import Failure, Result, Success
 
@@ -39,6 +39,12 @@ from workrail.store.ports import (
 
 K = TypeVar("K")
 V = TypeVar("V")
+
+
+class ContentReader(Protocol):
+    """`get` of a snapshot or pinned-workflow store (or a transaction's view of one)."""
+
+    def get(self, ref: str) -> Result[dict[str, Any] | None, StoreError]: ...
 
 
 class _Bounded(Generic[K, V]):
@@ -80,15 +86,19 @@ class SummaryProjector:
         health: SessionHealth | None,
         last_activity: datetime | None,
         lifecycle: SessionLifecycle,
+        snapshots: ContentReader | None = None,
+        pinned: ContentReader | None = None,
     ) -> SessionSummary:
+        """`snapshots`/`pinned` replace the stores for this call (a transaction reading
+        its own connection)."""
         tips: dict[str, TipState] = {}
         workflows: dict[str, WorkflowFacts] = {}
         if index is not None:
             wanted = needs(index)
             for ref in wanted.snapshot_refs:
-                tips[ref] = self._tip(ref)
+                tips[ref] = self._tip(ref, snapshots or self._snapshots)
             for workflow_hash in wanted.workflow_hashes:
-                facts = self._workflow(workflow_hash)
+                facts = self._workflow(workflow_hash, pinned or self._pinned)
                 if facts is not None:
                     workflows[workflow_hash] = facts
         return summarize(
@@ -105,7 +115,13 @@ class SummaryProjector:
         )
 
     def of_log(
-        self, log: SessionLog, *, last_activity: datetime | None, lifecycle: SessionLifecycle
+        self,
+        log: SessionLog,
+        *,
+        last_activity: datetime | None,
+        lifecycle: SessionLifecycle,
+        snapshots: ContentReader | None = None,
+        pinned: ContentReader | None = None,
     ) -> SessionSummary:
         """The summary of a healthy session from its validated view."""
         return self.summarize(
@@ -115,6 +131,8 @@ class SummaryProjector:
             health=HEALTHY,
             last_activity=last_activity,
             lifecycle=lifecycle,
+            snapshots=snapshots,
+            pinned=pinned,
         )
 
     def load(
@@ -163,11 +181,11 @@ class SummaryProjector:
             )
         )
 
-    def _tip(self, ref: str) -> TipState:
+    def _tip(self, ref: str, snapshots: ContentReader) -> TipState:
         cached = self._tips.get(ref)
         if cached is not None:
             return cached
-        loaded = self._snapshots.get(ref)
+        loaded = snapshots.get(ref)
         if isinstance(loaded, Failure):
             return TipState("invalid")  # not cached: it may be readable next time
         state = tip_state_of(loaded.unwrap())
@@ -175,11 +193,11 @@ class SummaryProjector:
             self._tips.put(ref, state)
         return state
 
-    def _workflow(self, workflow_hash: str) -> WorkflowFacts | None:
+    def _workflow(self, workflow_hash: str, pinned: ContentReader) -> WorkflowFacts | None:
         cached = self._workflows.get(workflow_hash)
         if cached is not None:
             return cached
-        loaded = self._pinned.get(workflow_hash)
+        loaded = pinned.get(workflow_hash)
         if isinstance(loaded, Failure):
             return None
         facts = workflow_facts_of(loaded.unwrap())

@@ -662,7 +662,7 @@ def _candidates(conn: sqlite3.Connection, query: CandidateQuery) -> list[Session
         loose = " OR ".join(f'"{w[:3]}"*' if len(w) > 3 else f'"{w}"' for w in words)
         take(
             f"SELECT s.id FROM corpus c JOIN summaries s ON s.id = c.rowid "
-            f"WHERE corpus MATCH ? AND {cond} ORDER BY c.rank LIMIT ?",
+            f"WHERE corpus MATCH ? AND {cond} ORDER BY s.activity_us DESC, s.session_id LIMIT ?",
             [loose, n],
         )
     if query.git_head_sha is not None:

@@ -26,6 +26,7 @@ from workrail.store.postgres.content import PostgresPinnedWorkflowStore, Postgre
 from workrail.store.postgres.keyring import PostgresKeyringStore
 from workrail.store.postgres.migrations import SchemaTooNew, migrate
 from workrail.store.postgres.session_store import AppendProjector, PostgresSessionStore
+from workrail.store.postgres.summaries import PostgresLifecycleStore, PostgresSessionQuery
 from workrail.store.postgres.watch import PostgresWatch
 
 
@@ -37,6 +38,8 @@ class PostgresBackend:
     pinned: PostgresPinnedWorkflowStore
     keyring: PostgresKeyringStore
     watch: PostgresWatch
+    lifecycle: PostgresLifecycleStore
+    query: PostgresSessionQuery
 
     @property
     def location(self) -> str:
@@ -82,13 +85,24 @@ def open_postgres_backend(
         )
     database = Database(url, pool_size=pool_size)
     database.open()
-    return Success(
-        PostgresBackend(
-            database=database,
-            sessions=PostgresSessionStore(database, projectors),
-            snapshots=PostgresSnapshotStore(database),
-            pinned=PostgresPinnedWorkflowStore(database),
-            keyring=PostgresKeyringStore(database),
-            watch=PostgresWatch(url),
-        )
+    sessions = PostgresSessionStore(database, projectors)
+    snapshots = PostgresSnapshotStore(database)
+    pinned = PostgresPinnedWorkflowStore(database)
+    lifecycle = PostgresLifecycleStore(database, sessions)
+    query = PostgresSessionQuery(database, sessions, lifecycle, snapshots, pinned)
+    sessions.add_projector(query)  # summaries commit with the append that changes them
+    backend = PostgresBackend(
+        database=database,
+        sessions=sessions,
+        snapshots=snapshots,
+        pinned=pinned,
+        keyring=PostgresKeyringStore(database),
+        watch=PostgresWatch(url),
+        lifecycle=lifecycle,
+        query=query,
     )
+    refreshed = query.refresh_outdated()
+    if isinstance(refreshed, Failure):
+        backend.close()
+        return Failure(refreshed.failure())
+    return Success(backend)

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import threading
+from datetime import UTC
 from typing import Any, Final
 
 from returns.result import Failure, Result, Success
 
 from workrail.core.canonical import CanonicalJsonError, canonical_bytes, is_digest, sha256_digest
 from workrail.store.errors import StoreError, StoreErrorCode
+from workrail.store.ports import LIST_PAGE_MAX, StoredRef
 from workrail.store.postgres.connection import Connection, Database
 
 CACHED_OBJECTS: Final = 4096
@@ -40,14 +42,22 @@ class _ContentTable:
         except CanonicalJsonError as exc:
             return Failure(StoreError(self._error_code, f"not storable as canonical JSON: {exc}"))
         ref = sha256_digest(data)
-        if ref in self._cache:
-            return Success(ref)
 
         def insert(conn: Connection) -> None:
+            # `stored_at` is refreshed for content already there: the collector spares what
+            # was stored recently, so a ref about to be pinned is never swept from under it.
+            if ref in self._cache:
+                row = conn.execute(
+                    f"UPDATE {self._table} SET stored_at = now() WHERE {self._key} = %s "
+                    "RETURNING 1",
+                    (ref,),
+                ).fetchone()
+                if row is not None:
+                    return
             conn.execute(
                 f"INSERT INTO {self._table} ({self._key}, body) VALUES (%s, %s) "
-                f"ON CONFLICT ({self._key}) DO UPDATE SET body = EXCLUDED.body "
-                f"WHERE {self._table}.body <> EXCLUDED.body",
+                f"ON CONFLICT ({self._key}) DO UPDATE SET body = EXCLUDED.body, "
+                "stored_at = now()",
                 (ref, data),
             )
 
@@ -94,6 +104,54 @@ class _ContentTable:
             if len(self._cache) >= CACHED_OBJECTS:
                 self._cache.clear()
             self._cache[ref] = value
+
+    def list_refs(
+        self, *, after: str | None = None, limit: int = LIST_PAGE_MAX
+    ) -> Result[list[StoredRef], StoreError]:
+        size = max(0, min(limit, LIST_PAGE_MAX))
+
+        def page(conn: Connection) -> list[StoredRef]:
+            rows = conn.execute(
+                f"SELECT {self._key}, stored_at FROM {self._table} WHERE {self._key} > %s "
+                f"ORDER BY {self._key} LIMIT %s",
+                (after or "", size),
+            ).fetchall()
+            return [StoredRef(str(r[0]), r[1].astimezone(UTC)) for r in rows]
+
+        return self._db.run(page)
+
+    def delete(self, ref: str) -> Result[bool, StoreError]:
+        if not is_digest(ref):
+            return Failure(StoreError("INVALID_REFERENCE", f"not a {self._what}: {ref[:80]!r}"))
+        with self._mutex:
+            self._cache.pop(ref, None)
+        return self._db.run(
+            lambda conn: conn.execute(
+                f"DELETE FROM {self._table} WHERE {self._key} = %s RETURNING 1", (ref,)
+            ).fetchone()
+            is not None
+        )
+
+    def get_on(self, conn: Connection, ref: str) -> Result[dict[str, Any] | None, StoreError]:
+        """`get` on a connection already in a transaction (an append's projector)."""
+        cached = self._cache.get(ref)
+        if cached is not None:
+            return Success(cached)
+        row = conn.execute(
+            f"SELECT body FROM {self._table} WHERE {self._key} = %s", (ref,), binary=True
+        ).fetchone()
+        if row is None:
+            return Success(None)
+        data = bytes(row[0])
+        if sha256_digest(data) != ref:
+            return Failure(StoreError(self._error_code, f"{ref}: content does not match"))
+        try:
+            value = json.loads(data)
+        except ValueError as exc:
+            return Failure(StoreError(self._error_code, f"{ref}: invalid JSON: {exc}"))
+        if not isinstance(value, dict):
+            return Failure(StoreError(self._error_code, f"{ref}: not a JSON object"))
+        return Success(value)
 
 
 class PostgresSnapshotStore(_ContentTable):

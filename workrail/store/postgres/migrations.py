@@ -71,8 +71,52 @@ CREATE TABLE workrail_keyring (
 );
 """
 
+V2 = """
+ALTER TABLE workrail_snapshots ADD COLUMN stored_at timestamptz NOT NULL DEFAULT now();
+ALTER TABLE workrail_pinned_workflows ADD COLUMN stored_at timestamptz NOT NULL DEFAULT now();
+
+CREATE TABLE workrail_session_lifecycle (
+    session_id text PRIMARY KEY REFERENCES workrail_sessions (session_id) ON DELETE CASCADE,
+    document   bytea NOT NULL,
+    updated_at timestamptz NOT NULL
+);
+
+CREATE TABLE workrail_summaries (
+    session_id     text PRIMARY KEY REFERENCES workrail_sessions (session_id) ON DELETE CASCADE,
+    projection     integer NOT NULL,
+    activity_us    bigint NOT NULL,
+    status         text NOT NULL,
+    archived       boolean NOT NULL,
+    healthy        boolean NOT NULL,
+    workflow_id    text,
+    workspace_path text,
+    repo_root_hash text,
+    git_branch     text,
+    git_head_sha   text,
+    record         text NOT NULL,
+    corpus         text NOT NULL,
+    tokens         text[] NOT NULL,
+    prefixes       text[] NOT NULL
+);
+CREATE INDEX workrail_summaries_recent ON workrail_summaries (activity_us DESC, session_id);
+CREATE INDEX workrail_summaries_tokens ON workrail_summaries USING gin (tokens);
+CREATE INDEX workrail_summaries_prefixes ON workrail_summaries USING gin (prefixes);
+CREATE INDEX workrail_summaries_head ON workrail_summaries (git_head_sha);
+CREATE INDEX workrail_summaries_branch ON workrail_summaries (git_branch);
+CREATE INDEX workrail_summaries_workspace ON workrail_summaries (workspace_path);
+CREATE INDEX workrail_summaries_root ON workrail_summaries (repo_root_hash);
+
+CREATE TABLE workrail_summary_runs (
+    run_id     text NOT NULL,
+    session_id text NOT NULL REFERENCES workrail_summaries (session_id) ON DELETE CASCADE,
+    PRIMARY KEY (run_id, session_id)
+);
+CREATE INDEX workrail_summary_runs_session ON workrail_summary_runs (session_id);
+"""
+
 MIGRATIONS: Final = (
     Migration(1, "sessions, events, manifest, snapshots, pinned workflows, keyring", V1),
+    Migration(2, "session summaries and lifecycle; when content was last stored", V2),
 )
 
 LATEST: Final = MIGRATIONS[-1].version

@@ -59,10 +59,11 @@ NOTIFY_CHANNEL: Final = "workrail_appends"
 class AppendProjector(Protocol):
     """Runs inside an append's transaction, after its rows are inserted: a read model that
     must never disagree with the log updates its tables here, on the same connection, and
-    commits or rolls back with the append. Raise a psycopg error to refuse the append."""
+    commits or rolls back with the append. Raise a psycopg error to refuse the append.
+    `log` is the session as it stands after this append (validated, read-your-writes)."""
 
     def __call__(
-        self, conn: Connection, session_id: str, events: Sequence[DomainEvent]
+        self, conn: Connection, session_id: str, events: Sequence[DomainEvent], log: SessionLog
     ) -> None: ...
 
 
@@ -107,7 +108,7 @@ class PostgresSessionStore:
 
     def __init__(self, db: Database, projectors: Sequence[AppendProjector] = ()) -> None:
         self._db = db
-        self._projectors = tuple(projectors)
+        self._projectors: tuple[AppendProjector, ...] = tuple(projectors)
         self._slots: OrderedDict[str, _Slot] = OrderedDict()
         self._slots_mutex = threading.Lock()
         self._guard = WriterGuard()
@@ -277,6 +278,64 @@ class PostgresSessionStore:
                     return Failure(store_error(exc, self._db.url))
         raise AssertionError("unreachable")
 
+    def add_projector(self, projector: AppendProjector) -> None:
+        """A read model that is built after the store (it reads the store itself)."""
+        self._projectors = (*self._projectors, projector)
+
+    def exclusive(
+        self, session_id: str, fn: Callable[[Connection], Result[T, StoreError]]
+    ) -> Result[T | None, StoreError]:
+        """Run `fn` in one transaction holding the session's writer lock, for changes
+        beside the log (lifecycle record, deletion); None, without calling `fn`, when the
+        session does not exist. A busy session is the retryable SESSION_LOCKED."""
+        if not is_session_id(session_id):
+            return Failure(invalid_reference(session_id))
+        with self._guard.hold(session_id) as refused:
+            if refused is not None:
+                return Failure(refused)
+            try:
+                with self._db.connection() as conn:
+                    try:
+                        with conn.transaction():
+                            row = conn.execute(
+                                "SELECT pg_try_advisory_xact_lock(%s)",
+                                (session_lock_key(session_id),),
+                            ).fetchone()
+                            if row is None or not row[0]:
+                                raise _Rollback(Failure(locked_elsewhere()))
+                            found = conn.execute(
+                                "SELECT 1 FROM workrail_sessions WHERE session_id = %s",
+                                (session_id,),
+                            ).fetchone()
+                            if found is None:
+                                return Success(None)
+                            result = fn(conn)
+                            if isinstance(result, Failure):
+                                raise _Rollback(result)
+                            return Success(result.unwrap())
+                    except _Rollback as stop:
+                        return stop.result  # type: ignore[return-value]
+            except PoolTimeout as exc:
+                return Failure(unavailable(exc, self._db.url))
+            except psycopg.Error as exc:
+                return Failure(store_error(exc, self._db.url))
+
+    def delete(self, session_id: str) -> Result[bool, StoreError]:
+        """Every row of the session, in one transaction holding its writer lock."""
+
+        def remove(conn: Connection) -> Result[bool, StoreError]:
+            for table in ("workrail_events", "workrail_manifest"):
+                conn.execute(f"DELETE FROM {table} WHERE session_id = %s", (session_id,))
+            conn.execute("DELETE FROM workrail_sessions WHERE session_id = %s", (session_id,))
+            conn.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, session_id))
+            return Success(True)
+
+        removed = self.exclusive(session_id, remove)
+        self._forget(session_id)
+        if isinstance(removed, Failure):
+            return Failure(removed.failure())
+        return Success(bool(removed.unwrap()))
+
     def _transaction(
         self, conn: Connection, session_id: str, fn: Callable[[_Txn], Result[T, E]]
     ) -> Result[T, E | StoreError]:
@@ -397,7 +456,7 @@ class PostgresSessionStore:
         if counters.fetchone() is None:
             raise _CountersMoved(f"{session_id} changed after it was loaded under the lock")
         for projector in self._projectors:
-            projector(conn, session_id, events)
+            projector(conn, session_id, events, after.view(session_id))
 
 
 class _Txn:

@@ -1,0 +1,111 @@
+"""The backend contract for summaries, lifecycle, deletion and content listing against
+PostgreSQL, plus the property test: what an append's transaction keeps equals a rebuild."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+import pytest
+
+from tests.services.postgres import PostgresCluster
+from tests.store.contract import BackendContract, ProjectionPropertyContract, engine_over
+from tests.store.postgres.conftest import OpenBackend
+from workrail.store.postgres import PostgresBackend, open_postgres_backend
+from workrail.store.postgres.locks import session_lock_key
+
+
+def indexed_rows(backend: PostgresBackend) -> dict[str, dict[str, Any]]:
+    """The summary rows as the append transactions left them."""
+    with psycopg.connect(backend.database.url) as conn:
+        rows = conn.execute(
+            "SELECT session_id, projection, record, corpus, tokens, prefixes "
+            "FROM workrail_summaries"
+        ).fetchall()
+        runs = conn.execute("SELECT run_id, session_id FROM workrail_summary_runs").fetchall()
+    out = {
+        sid: {
+            "projection": version,
+            "record": json.loads(record),
+            "corpus": corpus,
+            "tokens": tokens,
+            "prefixes": prefixes,
+        }
+        for sid, version, record, corpus, tokens, prefixes in rows
+    }
+    for run_id, sid in runs:
+        out[sid].setdefault("runs", []).append(run_id)
+    for entry in out.values():
+        entry.get("runs", []).sort()
+    return out
+
+
+class TestPostgresBackend(BackendContract, ProjectionPropertyContract):
+    @pytest.fixture
+    def backend(self, pg_backend: PostgresBackend) -> Any:
+        return pg_backend
+
+    @pytest.fixture
+    def reopen_backend(self, open_backend: OpenBackend) -> Any:
+        return open_backend
+
+    @pytest.fixture
+    def fresh_backend(self, postgres_cluster: PostgresCluster) -> Any:
+        def one() -> PostgresBackend:
+            url = postgres_cluster.url(postgres_cluster.create_database())
+            return open_postgres_backend(url, pool_size=4).unwrap()
+
+        return one
+
+    @pytest.fixture
+    def hold_writer(self, module_db_url: str) -> Any:
+        @contextmanager
+        def on_another_connection(session_id: str) -> Iterator[None]:
+            with psycopg.connect(module_db_url) as other:
+                other.execute("SELECT pg_advisory_xact_lock(%s)", (session_lock_key(session_id),))
+                yield
+                other.rollback()
+
+        return on_another_connection
+
+    @pytest.fixture
+    def indexed(self) -> Any:
+        return indexed_rows
+
+
+def test_a_database_from_before_summaries_gets_them_on_open(
+    postgres_cluster: PostgresCluster,
+) -> None:
+    url = postgres_cluster.url(postgres_cluster.create_database())
+    backend = open_postgres_backend(url).unwrap()
+    try:
+        engine = engine_over(backend)
+        r = engine.start_workflow("probe-flow", {"goal": "remember me"}).unwrap()
+        sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
+        kept = indexed_rows(backend)
+    finally:
+        backend.close()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("DELETE FROM workrail_summaries")
+    again = open_postgres_backend(url).unwrap()
+    try:
+        assert indexed_rows(again) == kept
+        assert again.query.get([sid]).unwrap()[sid].title == "remember me"
+    finally:
+        again.close()
+
+
+def test_a_failed_append_leaves_no_summary(pg_backend: PostgresBackend) -> None:
+    from tests.store.plans import Chain
+    from workrail.store.ports import AppendPlan
+
+    chain = Chain()
+    start = chain.start()
+    refused = pg_backend.sessions.write(
+        chain.sess, lambda txn: txn.append(AppendPlan(start.events, ()))
+    )
+    assert refused.failure().code == "SESSION_STORE_INVARIANT_VIOLATION"
+    assert dict(pg_backend.query.get([chain.sess]).unwrap()) == {}

@@ -1,0 +1,438 @@
+"""Session summaries and lifecycle records in PostgreSQL.
+
+The summary of a session is projected inside every append's transaction (the session
+store's projector hook), so a committed append and its summary are one fact: no replica
+ever lists a session differently from its log. Lifecycle records (archive state,
+workspace) live in their own table and update the summary row in the same transaction,
+under the session's writer lock. Text search uses a GIN index over each summary's token
+array (every query token must be there: set containment, as spec 70 §9 asks) and one over
+three-character prefixes for resume_session's loose candidates.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from returns.result import Failure, Result, Success
+
+from workrail.core.canonical import canonical_bytes
+from workrail.core.events import DomainEvent
+from workrail.core.ids import is_session_id
+from workrail.core.lifecycle import DEFAULT_LIFECYCLE, SessionLifecycle
+from workrail.core.summary import PROJECTION_VERSION, SessionSummary
+from workrail.core.text import tokens
+from workrail.store.errors import StoreError
+from workrail.store.ports import (
+    QUERY_PAGE_MAX,
+    CandidateQuery,
+    PageCursor,
+    SessionFilter,
+    SessionLog,
+    SummaryPage,
+)
+from workrail.store.postgres.connection import Connection, Database
+from workrail.store.postgres.content import PostgresPinnedWorkflowStore, PostgresSnapshotStore
+from workrail.store.postgres.locks import session_lock_key
+from workrail.store.postgres.session_store import PostgresSessionStore
+from workrail.store.summaries import SummaryProjector
+
+log = logging.getLogger("workrail.store.postgres")
+
+
+def activity_us(moment: datetime | None) -> int:
+    return 0 if moment is None else int(moment.timestamp() * 1_000_000)
+
+
+def prefixes_of(words: Collection[str]) -> list[str]:
+    """The three-character prefixes that resume_session's loose match looks up."""
+    return sorted({w[:3] for w in words if len(w) >= 3})
+
+
+def _lifecycle_on(conn: Connection, session_id: str) -> SessionLifecycle:
+    row = conn.execute(
+        "SELECT document FROM workrail_session_lifecycle WHERE session_id = %s", (session_id,)
+    ).fetchone()
+    if row is None:
+        return DEFAULT_LIFECYCLE
+    try:
+        raw = json.loads(bytes(row[0]))
+    except ValueError:
+        return DEFAULT_LIFECYCLE
+    return SessionLifecycle.from_json(raw) or DEFAULT_LIFECYCLE
+
+
+class _OnConnection:
+    """A content store read through the transaction's own connection."""
+
+    def __init__(
+        self, conn: Connection, store: PostgresSnapshotStore | PostgresPinnedWorkflowStore
+    ) -> None:
+        self._conn = conn
+        self._store = store
+
+    def get(self, ref: str) -> Result[dict[str, Any] | None, StoreError]:
+        return self._store.get_on(self._conn, ref)
+
+
+def upsert_summary(conn: Connection, summary: SessionSummary) -> None:
+    record = summary.to_record()
+    record.pop("corpus", None)
+    words = summary.corpus.split()
+    conn.execute(
+        "INSERT INTO workrail_summaries (session_id, projection, activity_us, status, archived, "
+        "healthy, workflow_id, workspace_path, repo_root_hash, git_branch, git_head_sha, "
+        "record, corpus, tokens, prefixes) VALUES "
+        "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+        "ON CONFLICT (session_id) DO UPDATE SET projection = EXCLUDED.projection, "
+        "activity_us = EXCLUDED.activity_us, status = EXCLUDED.status, "
+        "archived = EXCLUDED.archived, healthy = EXCLUDED.healthy, "
+        "workflow_id = EXCLUDED.workflow_id, workspace_path = EXCLUDED.workspace_path, "
+        "repo_root_hash = EXCLUDED.repo_root_hash, git_branch = EXCLUDED.git_branch, "
+        "git_head_sha = EXCLUDED.git_head_sha, record = EXCLUDED.record, "
+        "corpus = EXCLUDED.corpus, tokens = EXCLUDED.tokens, prefixes = EXCLUDED.prefixes",
+        (
+            summary.session_id,
+            PROJECTION_VERSION,
+            activity_us(summary.last_activity),
+            summary.status,
+            summary.archived,
+            summary.is_healthy,
+            summary.workflow_id,
+            summary.workspace_path,
+            summary.repo_root_hash,
+            summary.git_branch,
+            summary.git_head_sha,
+            json.dumps(record, ensure_ascii=False, separators=(",", ":")),
+            summary.corpus,
+            sorted(set(words)),
+            prefixes_of(set(words)),
+        ),
+    )
+    conn.execute("DELETE FROM workrail_summary_runs WHERE session_id = %s", (summary.session_id,))
+    runs = sorted({run.run_id for run in summary.runs})
+    if runs:
+        conn.execute(
+            "INSERT INTO workrail_summary_runs (run_id, session_id) SELECT unnest(%s::text[]), %s",
+            (runs, summary.session_id),
+        )
+
+
+def _parse(record: str, corpus: str = "") -> SessionSummary | None:
+    summary = SessionSummary.from_record(json.loads(record))
+    return None if summary is None else replace(summary, corpus=corpus)
+
+
+class PostgresLifecycleStore:
+    def __init__(self, db: Database, sessions: PostgresSessionStore) -> None:
+        self._db = db
+        self._sessions = sessions
+
+    def get(self, session_id: str) -> Result[SessionLifecycle, StoreError]:
+        if not is_session_id(session_id):
+            return Failure(
+                StoreError("INVALID_REFERENCE", f"not a session id: {session_id[:60]!r}")
+            )
+        return self._db.run(lambda conn: _lifecycle_on(conn, session_id))
+
+    def put(self, session_id: str, lifecycle: SessionLifecycle) -> Result[bool, StoreError]:
+        document = canonical_bytes(lifecycle.to_json())
+
+        def write(conn: Connection) -> Result[bool, StoreError]:
+            conn.execute(
+                "INSERT INTO workrail_session_lifecycle (session_id, document, updated_at) "
+                "VALUES (%s, %s, clock_timestamp()) ON CONFLICT (session_id) DO UPDATE SET "
+                "document = EXCLUDED.document, updated_at = EXCLUDED.updated_at",
+                (session_id, document),
+            )
+            row = conn.execute(
+                "SELECT record, corpus FROM workrail_summaries WHERE session_id = %s",
+                (session_id,),
+            ).fetchone()
+            summary = None if row is None else _parse(str(row[0]), str(row[1]))
+            if summary is not None:
+                upsert_summary(
+                    conn,
+                    replace(
+                        summary,
+                        archived=lifecycle.archived,
+                        workspace_path=lifecycle.workspace_path,
+                    ),
+                )
+            return Success(True)
+
+        written = self._sessions.exclusive(session_id, write)
+        if isinstance(written, Failure):
+            return Failure(written.failure())
+        return Success(bool(written.unwrap()))
+
+
+class PostgresSessionQuery:
+    def __init__(
+        self,
+        db: Database,
+        sessions: PostgresSessionStore,
+        lifecycles: PostgresLifecycleStore,
+        snapshots: PostgresSnapshotStore,
+        pinned: PostgresPinnedWorkflowStore,
+    ) -> None:
+        self._db = db
+        self._sessions = sessions
+        self._lifecycles = lifecycles
+        self._snapshots = snapshots
+        self._pinned = pinned
+        self._projector = SummaryProjector(snapshots, pinned)
+
+    # --- the append transaction's projector ---------------------------------------------
+
+    def __call__(
+        self, conn: Connection, session_id: str, events: Sequence[DomainEvent], log: SessionLog
+    ) -> None:
+        row = conn.execute(
+            "SELECT last_activity FROM workrail_sessions WHERE session_id = %s", (session_id,)
+        ).fetchone()
+        last = None if row is None else row[0].astimezone(UTC)
+        summary = self._projector.of_log(
+            log,
+            last_activity=last,
+            lifecycle=_lifecycle_on(conn, session_id),
+            snapshots=_OnConnection(conn, self._snapshots),
+            pinned=_OnConnection(conn, self._pinned),
+        )
+        upsert_summary(conn, summary)
+
+    # --- keeping the projection current -------------------------------------------------
+
+    def refresh_outdated(self) -> Result[int, StoreError]:
+        """Project the sessions without a summary of this projection version (a database
+        from before summaries existed, or after an upgrade); the count refreshed."""
+
+        def outdated(conn: Connection) -> list[str]:
+            rows = conn.execute(
+                "SELECT s.session_id FROM workrail_sessions s LEFT JOIN workrail_summaries m "
+                "ON m.session_id = s.session_id WHERE m.session_id IS NULL OR "
+                "m.projection <> %s ORDER BY s.session_id",
+                (PROJECTION_VERSION,),
+            ).fetchall()
+            return [str(r[0]) for r in rows]
+
+        found = self._db.run(outdated)
+        if isinstance(found, Failure):
+            return Failure(found.failure())
+        for session_id in found.unwrap():
+            done = self._reproject(session_id)
+            if isinstance(done, Failure):
+                return Failure(done.failure())
+        return Success(len(found.unwrap()))
+
+    def _reproject(self, session_id: str) -> Result[None, StoreError]:
+        """One session's summary from its rows, holding its writer lock (waiting for it:
+        appends are short) so no append commits in between."""
+
+        def project(conn: Connection) -> None:
+            with conn.transaction():
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (session_lock_key(session_id),))
+                loaded = self._projector.load(self._sessions, self._lifecycles, session_id)
+                if isinstance(loaded, Failure):
+                    raise _Refused(loaded.failure())
+                summary = loaded.unwrap()
+                if summary is None:
+                    conn.execute(
+                        "DELETE FROM workrail_summaries WHERE session_id = %s", (session_id,)
+                    )
+                else:
+                    upsert_summary(conn, summary)
+
+        try:
+            return self._db.run(project, repeat=False)
+        except _Refused as refused:
+            return Failure(refused.error)
+
+    def rebuild(self) -> Result[int, StoreError]:
+        """Every summary projected again from the logs, one session at a time."""
+
+        def ids(conn: Connection) -> list[str]:
+            rows = conn.execute("SELECT session_id FROM workrail_sessions ORDER BY 1").fetchall()
+            return [str(r[0]) for r in rows]
+
+        found = self._db.run(ids)
+        if isinstance(found, Failure):
+            return Failure(found.failure())
+        for session_id in found.unwrap():
+            done = self._reproject(session_id)
+            if isinstance(done, Failure):
+                return Failure(done.failure())
+        return Success(len(found.unwrap()))
+
+    # --- the port ----------------------------------------------------------------------
+
+    def page(
+        self, where: SessionFilter, *, limit: int = 50, cursor: PageCursor | None = None
+    ) -> Result[SummaryPage, StoreError]:
+        limit = max(1, min(limit, QUERY_PAGE_MAX))
+        sql, args = _filter_sql(where)
+        if cursor is not None:
+            sql += " AND (activity_us < %s OR (activity_us = %s AND session_id > %s))"
+            args += [cursor.activity_us, cursor.activity_us, cursor.session_id]
+
+        def select(conn: Connection) -> list[tuple[Any, ...]]:
+            return conn.execute(
+                f"SELECT record, activity_us, session_id FROM workrail_summaries WHERE {sql} "
+                "ORDER BY activity_us DESC, session_id ASC LIMIT %s",
+                [*args, limit + 1],
+            ).fetchall()
+
+        rows = self._db.run(select)
+        if isinstance(rows, Failure):
+            return Failure(rows.failure())
+        found = rows.unwrap()
+        summaries = tuple(s for s in (_parse(str(r[0])) for r in found[:limit]) if s is not None)
+        last = found[limit - 1] if len(found) > limit else None
+        next_cursor = None if last is None else PageCursor(int(last[1]), str(last[2]))
+        return Success(SummaryPage(summaries, next_cursor))
+
+    def get(self, session_ids: Collection[str]) -> Result[Mapping[str, SessionSummary], StoreError]:
+        wanted = sorted({s for s in session_ids if is_session_id(s)})
+        if not wanted:
+            return Success({})
+
+        def select(conn: Connection) -> dict[str, SessionSummary]:
+            rows = conn.execute(
+                "SELECT session_id, record, corpus FROM workrail_summaries "
+                "WHERE session_id = ANY(%s)",
+                (wanted,),
+            ).fetchall()
+            out: dict[str, SessionSummary] = {}
+            for sid, record, corpus in rows:
+                summary = _parse(str(record), str(corpus))
+                if summary is not None:
+                    out[str(sid)] = summary
+            return out
+
+        return self._db.run(select)
+
+    def session_of_run(self, run_id: str) -> Result[str | None, StoreError]:
+        def select(conn: Connection) -> str | None:
+            row = conn.execute(
+                "SELECT r.session_id FROM workrail_summary_runs r JOIN workrail_summaries s "
+                "ON s.session_id = r.session_id WHERE r.run_id = %s "
+                "ORDER BY s.activity_us DESC, s.session_id LIMIT 1",
+                (run_id,),
+            ).fetchone()
+            return None if row is None else str(row[0])
+
+        return self._db.run(select)
+
+    def candidates(self, query: CandidateQuery) -> Result[list[SessionSummary], StoreError]:
+        return self._db.run(lambda conn: _candidates(conn, query))
+
+
+class _Refused(Exception):
+    def __init__(self, error: StoreError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+def _filter_sql(where: SessionFilter) -> tuple[str, list[Any]]:
+    clauses = ["true"]
+    args: list[Any] = []
+    if where.statuses:
+        clauses.append("status = ANY(%s)")
+        args.append(sorted(where.statuses))
+    if where.workflow is not None:
+        clauses.append("workflow_id = %s")
+        args.append(where.workflow)
+    if where.workspace is not None:
+        clauses.append("(workspace_path = %s OR repo_root_hash = %s)")
+        args.extend([where.workspace, where.workspace])
+    if where.branch is not None:
+        clauses.append("git_branch = %s")
+        args.append(where.branch)
+    if where.since is not None:
+        clauses.append("activity_us >= %s")
+        args.append(activity_us(where.since))
+    if where.archived == "exclude":
+        clauses.append("NOT archived")
+    elif where.archived == "only":
+        clauses.append("archived")
+    if where.healthy_only:
+        clauses.append("healthy")
+    if where.text is not None:
+        wanted = sorted(set(tokens(where.text)))
+        if wanted:
+            clauses.append("tokens @> %s::text[]")
+            args.append(wanted)
+    return " AND ".join(clauses), args
+
+
+def _candidates(conn: Connection, query: CandidateQuery) -> list[SessionSummary]:
+    base = ["true"]
+    if not query.include_archived:
+        base.append("NOT archived")
+    if not query.include_unhealthy:
+        base.append("healthy")
+    cond = " AND ".join(base)
+    n = max(1, query.per_signal)
+    recent = "ORDER BY activity_us DESC, session_id LIMIT %s"
+    ids: set[str] = set()
+
+    def take(sql: str, args: list[Any]) -> None:
+        ids.update(str(r[0]) for r in conn.execute(sql, args).fetchall())
+
+    if query.session_id is not None:
+        take(
+            f"SELECT session_id FROM workrail_summaries WHERE {cond} AND session_id = %s",
+            [query.session_id],
+        )
+    if query.run_id is not None:
+        take(
+            f"SELECT s.session_id FROM workrail_summaries s JOIN workrail_summary_runs r "
+            f"ON r.session_id = s.session_id WHERE {cond} AND r.run_id = %s",
+            [query.run_id],
+        )
+    words = sorted(set(query.tokens) | set(query.workflow_tokens))
+    if words:
+        every = sorted(set(query.tokens)) or words
+        take(
+            f"SELECT session_id FROM workrail_summaries WHERE {cond} AND tokens @> %s::text[] "
+            f"{recent}",
+            [every, n],
+        )
+        short = [w for w in words if len(w) <= 3]
+        take(
+            f"SELECT session_id FROM workrail_summaries WHERE {cond} AND "
+            f"(prefixes && %s::text[] OR tokens && %s::text[]) {recent}",
+            [prefixes_of([w for w in words if len(w) > 3]), short, n],
+        )
+    if query.git_head_sha is not None:
+        take(
+            f"SELECT session_id FROM workrail_summaries WHERE {cond} AND git_head_sha = %s "
+            f"{recent}",
+            [query.git_head_sha, n],
+        )
+    if query.git_branch is not None:
+        take(
+            f"SELECT session_id FROM workrail_summaries WHERE {cond} AND git_branch IS NOT NULL "
+            f"AND (git_branch = %s OR starts_with(git_branch, %s) OR starts_with(%s, git_branch)) "
+            f"{recent}",
+            [query.git_branch] * 3 + [n],
+        )
+    if query.workspace is not None:
+        take(
+            f"SELECT session_id FROM workrail_summaries WHERE {cond} AND "
+            f"(workspace_path = %s OR repo_root_hash = %s) {recent}",
+            [query.workspace, query.workspace, n],
+        )
+    take(f"SELECT session_id FROM workrail_summaries WHERE {cond} {recent}", [n])
+    if not ids:
+        return []
+    rows = conn.execute(
+        "SELECT record, corpus FROM workrail_summaries WHERE session_id = ANY(%s) "
+        "ORDER BY session_id",
+        (sorted(ids),),
+    ).fetchall()
+    return [s for s in (_parse(str(r[0]), str(r[1])) for r in rows) if s is not None]

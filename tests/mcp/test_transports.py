@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
 
 from tests.mcp.conftest import advance_args, ok
 from tests.mcp.servers import ROOT, http_subprocess, server_env
@@ -25,6 +26,20 @@ async def _drive(client: Client) -> None:
     bad = await client.call_tool("continue_workflow", {"intent": "advance", "stateToken": "x"})
     assert bad.is_error and bad.structured_content is not None
     assert bad.structured_content["code"] == "VALIDATION_ERROR"
+    # The continueToken protocol, a forgiven near-miss, prompts and resources.
+    by_token = await ok(
+        client, "continue_workflow", {"token": advanced["continueToken"], "notes": "built"}
+    )
+    assert by_token["pending"]["stepId"] == "verify"
+    assert by_token["nextCall"]["params"] == {"continueToken": by_token["continueToken"]}
+    assert {w["field"] for w in by_token["warnings"]} == {"token", "notes"}
+    prompt = await client.get_prompt("probe-flow", {"goal": "g"})
+    assert "start_workflow" in prompt.messages[0].content.text  # type: ignore[union-attr]
+    read = await client.read_resource("workrail://workflows/probe-flow")
+    assert '"id": "probe-flow"' in read.contents[0].text  # type: ignore[union-attr]
+    with pytest.raises(MCPError) as unknown:
+        await client.get_prompt("nope")
+    assert unknown.value.error.code == -32602
 
 
 async def test_stdio_subprocess(data_dir: Path) -> None:

@@ -50,6 +50,12 @@ class Engine:
     def inspect_workflow(self, workflow_id: str, mode: str = "preview") -> Response:
         return workflows_uc.inspect_workflow(self.deps, workflow_id, mode)
 
+    def workflow_definition(self, workflow_id: str) -> dict[str, Any] | None:
+        """The loadable definition of a workflow, as its source file holds it; None when
+        there is no such workflow or it does not load."""
+        entry = self.deps.catalog.get(workflow_id)
+        return None if entry is None else entry.definition
+
     def start_workflow(self, workflow_id: str, context: dict[str, Any] | None = None) -> Response:
         return start_uc.start_workflow(self.deps, self._compiled, workflow_id, context)
 

@@ -18,14 +18,22 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 from mcp.server import MCPServer
+from mcp.server.lowlevel.helper_types import ReadResourceContents
+from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import CallToolResult, TextContent
+from mcp_types import GetPromptResult
+from mcp_types import Prompt as MCPPrompt
+from mcp_types import Resource as MCPResource
+from mcp_types import ResourceTemplate as MCPResourceTemplate
+from pydantic import AnyUrl
 from returns.result import Failure, Result
 
 from workrail import __version__
 from workrail.engine.api import Engine
 from workrail.engine.errors import EngineError, error
+from workrail.mcp import catalog_surface
 from workrail.mcp.bundles import BundleToolError, export_tool, import_tool
 from workrail.mcp.normalize import normalize_arguments
 from workrail.mcp.raw_arguments import RawArguments
@@ -197,6 +205,49 @@ def _tool(spec: ToolSpec, handler: Handler) -> Tool:
     )
 
 
+class WorkrailServer(MCPServer):
+    """MCPServer whose prompts and resources are read from the workflow catalog on every
+    request (catalog_surface.py), off the event loop like the tools."""
+
+    def __init__(self, engine: Engine, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._engine = engine
+
+    async def list_prompts(self) -> list[MCPPrompt]:
+        return await anyio.to_thread.run_sync(catalog_surface.list_prompts, self._engine)
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        context: Context[Any, Any] | None = None,
+    ) -> GetPromptResult:
+        return await anyio.to_thread.run_sync(
+            catalog_surface.get_prompt, self._engine, name, arguments
+        )
+
+    async def list_resources(self) -> list[MCPResource]:
+        return await anyio.to_thread.run_sync(catalog_surface.list_resources, self._engine)
+
+    async def list_resource_templates(self) -> list[MCPResourceTemplate]:
+        return catalog_surface.list_resource_templates()
+
+    async def read_resource(
+        self, uri: AnyUrl | str, context: Context[Any, Any] | None = None
+    ) -> list[ReadResourceContents]:
+        text = await anyio.to_thread.run_sync(catalog_surface.read_resource, self._engine, str(uri))
+        return [ReadResourceContents(content=text, mime_type="application/json")]
+
+
+_CATALOG_METHODS = (
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+)
+
+
 def build_server(engine: Engine, fence: FenceService | None = None) -> MCPServer:
     """An MCPServer exposing the WorkRail tools over `engine`, plus `effect_checkpoint`
     when a fence service is given (the caller owns it and closes it)."""
@@ -215,4 +266,13 @@ def build_server(engine: Engine, fence: FenceService | None = None) -> MCPServer
         from workrail.mcp.fence_tool import effect_checkpoint_tool
 
         prebuilt.append(effect_checkpoint_tool(fence))
-    return MCPServer("workrail", version=__version__, instructions=INSTRUCTIONS, tools=prebuilt)
+    server = WorkrailServer(
+        engine, name="workrail", version=__version__, instructions=INSTRUCTIONS, tools=prebuilt
+    )
+    if not catalog_surface.has_workflows(engine):
+        # Advertise only capabilities with content: without a workflow there is no prompt
+        # and no resource, so the methods (and thus the capabilities) are not served.
+        handlers = server._lowlevel_server._request_handlers
+        for method in _CATALOG_METHODS:
+            handlers.pop(method, None)
+    return server

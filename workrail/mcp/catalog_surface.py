@@ -1,0 +1,128 @@
+"""MCP prompts and resources built from the workflow catalog: one prompt per workflow that
+can be started (Claude Code offers them as `/workrail:<id>`) and one resource per workflow
+definition (`workrail://workflows/{id}`, for @-mentions).
+
+Both are read from the catalog on every request, so they follow the workflow files as the
+tools do. Unknown names answer JSON-RPC -32602 (invalid params) with a message that says
+where the valid names are listed, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INVALID_PARAMS,
+    GetPromptResult,
+    Prompt,
+    PromptArgument,
+    PromptMessage,
+    Resource,
+    ResourceTemplate,
+    TextContent,
+)
+
+from workrail.engine.api import Engine
+from workrail.mcp.validation import clip
+
+WORKFLOW_URI_PREFIX: Final = "workrail://workflows/"
+WORKFLOW_URI_TEMPLATE: Final = WORKFLOW_URI_PREFIX + "{workflowId}"
+GOAL_MAX_CHARS: Final = 4096
+
+
+def _runnable(engine: Engine) -> list[dict[str, Any]]:
+    """Workflows that load (a null preview hash means the definition is broken)."""
+    listed: list[dict[str, Any]] = engine.list_workflows().unwrap()["workflows"]
+    return [w for w in listed if w.get("workflowHash")]
+
+
+def has_workflows(engine: Engine) -> bool:
+    return bool(_runnable(engine))
+
+
+def list_prompts(engine: Engine) -> list[Prompt]:
+    return [
+        Prompt(
+            name=w["workflowId"],
+            title=w["name"],
+            description=f"Start the WorkRail workflow “{w['name']}”: {w['description']}",
+            arguments=[
+                PromptArgument(
+                    name="goal",
+                    description="What you want to achieve; passed to the run as context.goal.",
+                    required=False,
+                )
+            ],
+        )
+        for w in _runnable(engine)
+    ]
+
+
+def get_prompt(engine: Engine, name: str, arguments: dict[str, Any] | None) -> GetPromptResult:
+    workflow = next((w for w in _runnable(engine) if w["workflowId"] == name), None)
+    if workflow is None:
+        raise MCPError(
+            code=INVALID_PARAMS,
+            message=f"Unknown prompt: {clip(name)}. prompts/list names one prompt per workflow "
+            "that can be started.",
+        )
+    goal = (arguments or {}).get("goal")
+    if goal is not None and not isinstance(goal, str):
+        raise MCPError(code=INVALID_PARAMS, message="Prompt argument 'goal' must be a string.")
+    call: dict[str, Any] = {"workflowId": name}
+    if goal:
+        call["context"] = {"goal": goal[:GOAL_MAX_CHARS]}
+    text = (
+        f"Run the WorkRail workflow “{workflow['name']}” ({name}) with me. Call the "
+        f"start_workflow tool with {json.dumps(call, ensure_ascii=False)}. Then do the step "
+        "it returns, and call continue_workflow as its nextCall says (add "
+        "output.notesMarkdown describing what you did). Keep going step by step until "
+        "isComplete is true, instead of stopping to summarise."
+    )
+    return GetPromptResult(
+        description=f"Start the WorkRail workflow “{workflow['name']}”.",
+        messages=[PromptMessage(role="user", content=TextContent(type="text", text=text))],
+    )
+
+
+def list_resources(engine: Engine) -> list[Resource]:
+    return [
+        Resource(
+            uri=WORKFLOW_URI_PREFIX + w["workflowId"],
+            name=w["workflowId"],
+            title=w["name"],
+            description=f"The definition of the workflow “{w['name']}” (JSON).",
+            mime_type="application/json",
+        )
+        for w in _runnable(engine)
+    ]
+
+
+def list_resource_templates() -> list[ResourceTemplate]:
+    return [
+        ResourceTemplate(
+            uri_template=WORKFLOW_URI_TEMPLATE,
+            name="workflow",
+            title="Workflow definition",
+            description="A workflow's definition (JSON), by the workflowId list_workflows gives.",
+            mime_type="application/json",
+        )
+    ]
+
+
+def read_resource(engine: Engine, uri: str) -> str:
+    """The workflow definition as pretty JSON; unknown URIs are invalid params."""
+    workflow_id = (
+        uri.removeprefix(WORKFLOW_URI_PREFIX) if uri.startswith(WORKFLOW_URI_PREFIX) else None
+    )
+    definition = engine.workflow_definition(workflow_id) if workflow_id else None
+    if definition is None:
+        raise MCPError(
+            code=INVALID_PARAMS,
+            message=f"Unknown resource: {clip(uri)}. resources/list names the workflow "
+            f"definitions ({WORKFLOW_URI_TEMPLATE}).",
+            data={"uri": clip(uri)},
+        )
+    return json.dumps(definition, indent=2, ensure_ascii=False)

@@ -17,10 +17,10 @@ from workrail.config import POSTGRES_SCHEMES, WorkrailConfig
 from workrail.engine.api import Engine
 from workrail.engine.catalog import CatalogEntry
 from workrail.engine.deps import EngineDeps
+from workrail.engine.signing import KeyringCodec
 from workrail.store.local.backend import LocalBackend
 from workrail.store.ports import Backend
 from workrail.store.postgres import open_postgres_backend
-from workrail.tokens import TokenCodec
 from workrail.workflow.catalog import Catalog, LoadedWorkflow
 from workrail.workflow.sources import DiscoveryConfig, discover
 
@@ -164,7 +164,7 @@ def build_engine(config: WorkrailConfig, backend: Backend) -> Result[Engine, Sta
         snapshots=backend.snapshots,
         pinned=backend.pinned,
         catalog=DiscoveredCatalog(config.discovery),
-        codec=TokenCodec(keyring.unwrap()),
+        codec=KeyringCodec(backend.keyring, keyring.unwrap()),
     )
     return Success(Engine(deps))
 

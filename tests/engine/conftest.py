@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -41,6 +42,18 @@ class DirCatalog:
 
 def make_engine(data_dir: Path, workflows: Path | None = None) -> Engine:
     return engine_over(LocalBackend.open(data_dir), workflows)
+
+
+def counter_entropy(seed: str) -> Callable[[int], bytes]:
+    """Reproducible 'random' bytes: the same seed gives the same ids in the same order."""
+    count = 0
+
+    def entropy(n: int) -> bytes:
+        nonlocal count
+        count += 1
+        return hashlib.sha256(f"{seed}:{count}".encode()).digest()[:n]
+
+    return entropy
 
 
 def engine_over(

@@ -15,7 +15,17 @@ from collections.abc import Mapping, Sequence
 from typing import TextIO
 
 from workrail import __version__
-from workrail.cli import bundles, checkpoint, demo, fence, keys, servers, sessions, workflows
+from workrail.cli import (
+    bundles,
+    checkpoint,
+    demo,
+    fence,
+    keys,
+    migrate,
+    servers,
+    sessions,
+    workflows,
+)
 from workrail.cli.context import Cli, CliExit
 from workrail.config import DATA_DIR_ENV, STORE_URL_ENV
 
@@ -60,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"workrail {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     common = _global_flags(top_level=False)
-    for module in (servers, demo, workflows, bundles, fence, sessions, checkpoint, keys):
+    for module in (servers, demo, workflows, bundles, fence, sessions, checkpoint, keys, migrate):
         module.register(subparsers, common)
     return parser
 

@@ -28,8 +28,9 @@ def run_rotate(cli: Cli) -> int:
         cli.print_json({"rotated": True, "store": backend.location})
     else:
         cli.console().print(
-            "Rotated the signing key: tokens signed with the previous key stay valid until the "
-            "next rotation. Restart running servers to pick up the new key.\n"
+            "Rotated the signing key for every server on this store: running servers verify "
+            "tokens signed with it at once and sign with it within 30 seconds, no restart "
+            "needed. Tokens signed with the previous key stay valid until the next rotation.\n"
             f"[dim]{escape(backend.location)}[/]"
         )
     return 0

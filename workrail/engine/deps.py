@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 
 from workrail.core.ids import IdPrefix, make_id
 from workrail.engine.catalog import WorkflowCatalog
+from workrail.engine.signing import Codec
 from workrail.store.ports import PinnedWorkflowStore, SessionStore, SnapshotStore
-from workrail.tokens import TokenCodec
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,7 @@ class EngineDeps:
     snapshots: SnapshotStore
     pinned: PinnedWorkflowStore
     catalog: WorkflowCatalog
-    codec: TokenCodec
+    codec: Codec
     entropy: Callable[[int], bytes] = field(default=os.urandom)
 
     def mint(self, prefix: IdPrefix) -> str:

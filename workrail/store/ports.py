@@ -305,6 +305,11 @@ class KeyringStore(Protocol):
         """previous := current, current := a fresh key, for every user of this store."""
         ...
 
+    def adopt(self, keyring: Keyring) -> Result[Keyring, StoreError]:
+        """Use `keyring` if the store has none yet (first writer wins, as for `load`), so
+        tokens signed elsewhere keep verifying here; the keyring the store now holds."""
+        ...
+
 
 class ChangeFeed(Protocol):
     def wait(self, timeout: float) -> Result[frozenset[str], StoreError]:

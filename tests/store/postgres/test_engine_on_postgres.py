@@ -3,32 +3,19 @@ the same ids give a session whose export is byte-identical to the export from fi
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
 from tests.bundle.helpers import BUNDLE_ID, EXPORTED_AT
-from tests.engine.conftest import engine_over
+from tests.engine.conftest import counter_entropy, engine_over
 from tests.engine.helpers import err, ok
 from tests.store.postgres.conftest import OpenBackend
 from workrail.bundle.export import bundle_bytes, export_session
 from workrail.engine.api import Engine
 from workrail.store.local.backend import LocalBackend
 from workrail.store.ports import Backend
-
-
-def counter_entropy(seed: str) -> Callable[[int], bytes]:
-    count = 0
-
-    def entropy(n: int) -> bytes:
-        nonlocal count
-        count += 1
-        return hashlib.sha256(f"{seed}:{count}".encode()).digest()[:n]
-
-    return entropy
 
 
 def walk(engine: Engine) -> str:

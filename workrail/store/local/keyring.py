@@ -81,6 +81,18 @@ class LocalKeyringStore:
         except OSError as exc:
             return Failure(StoreError("KEYRING_IO_ERROR", _os_message(exc)))
 
+    def adopt(self, keyring: Keyring) -> Result[Keyring, StoreError]:
+        try:
+            if read_keyring(self._data_dir) is None:
+                create_exclusive(keyring_path(self._data_dir), encode_keyring(keyring))
+            published = read_keyring(self._data_dir)
+            assert published is not None
+            return Success(published)
+        except KeyringCorrupt as exc:
+            return Failure(StoreError("KEYRING_CORRUPT", str(exc)))
+        except OSError as exc:
+            return Failure(StoreError("KEYRING_IO_ERROR", _os_message(exc)))
+
     def rotate(self) -> Result[Keyring, StoreError]:
         try:
             return Success(rotate_keyring(self._data_dir))

@@ -17,6 +17,7 @@ from workrail.core.urls import redact_url
 from workrail.store.errors import StoreError
 from workrail.store.postgres.connection import (
     DEFAULT_POOL_SIZE,
+    POOL_WAIT_SECONDS,
     Database,
     connect_kwargs,
     describe_connect_failure,
@@ -54,10 +55,12 @@ def open_postgres_backend(
     url: str,
     *,
     pool_size: int = DEFAULT_POOL_SIZE,
+    pool_wait: float = POOL_WAIT_SECONDS,
     projectors: Sequence[AppendProjector] = (),
 ) -> Result[PostgresBackend, StoreError]:
     """Connect, migrate and return the backend; every failure is one line naming the
-    URL without its password. `projectors` run inside every append's transaction."""
+    URL without its password. `pool_wait`: how long a call waits for a connection before
+    it answers STORE_UNAVAILABLE. `projectors` run inside every append's transaction."""
     try:
         with psycopg.connect(url, **connect_kwargs()) as conn:
             migrated = migrate(conn)
@@ -83,7 +86,7 @@ def open_postgres_backend(
                 "(ALTER ROLE … SET synchronous_commit = on).",
             )
         )
-    database = Database(url, pool_size=pool_size)
+    database = Database(url, pool_size=pool_size, wait=pool_wait)
     database.open()
     sessions = PostgresSessionStore(database, projectors)
     snapshots = PostgresSnapshotStore(database)

@@ -108,7 +108,9 @@ def is_connection_lost(exc: BaseException) -> bool:
 class Database:
     """The pool every store of one backend shares."""
 
-    def __init__(self, url: str, *, pool_size: int = DEFAULT_POOL_SIZE) -> None:
+    def __init__(
+        self, url: str, *, pool_size: int = DEFAULT_POOL_SIZE, wait: float = POOL_WAIT_SECONDS
+    ) -> None:
         self.url = url
         self.pool: ConnectionPool[Connection] = ConnectionPool(
             url,
@@ -116,7 +118,7 @@ class Database:
             max_size=max(2, pool_size),
             kwargs=connect_kwargs(),
             open=False,
-            timeout=POOL_WAIT_SECONDS,
+            timeout=wait,
             reconnect_timeout=0,  # never give up: a database that comes back is used again
             name="workrail",
         )

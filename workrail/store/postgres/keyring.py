@@ -24,9 +24,14 @@ class PostgresKeyringStore:
     def load(self) -> Result[Keyring, StoreError]:
         """The keyring; on first use a fresh one, first writer wins (`ON CONFLICT DO
         NOTHING`, then read what won), so replicas starting at once share one key."""
+        return self._first_wins(Keyring(current=os.urandom(KEY_BYTES), previous=None))
 
+    def adopt(self, keyring: Keyring) -> Result[Keyring, StoreError]:
+        return self._first_wins(keyring)
+
+    def _first_wins(self, candidate: Keyring) -> Result[Keyring, StoreError]:
         def load_or_create(conn: Connection) -> bytes:
-            fresh = encode_keyring(Keyring(current=os.urandom(KEY_BYTES), previous=None))
+            fresh = encode_keyring(candidate)
             row = conn.execute(
                 "SELECT document FROM workrail_keyring WHERE name = %s", (TOKENS,), binary=True
             ).fetchone()

@@ -1,0 +1,106 @@
+"""`workrail migrate`: a data directory into PostgreSQL and back, byte for byte; safe to
+re-run; never overwrites a different session; damaged sessions are reported, not moved."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import REFERENCE
+from tests.engine.conftest import counter_entropy, engine_over
+from workrail.cli import main
+from workrail.store.local.backend import LocalBackend
+from workrail.store.postgres import open_postgres_backend
+
+SESSIONS = sorted(p.name for p in (REFERENCE / "data" / "sessions").iterdir())
+
+
+def _files(root: Path, under: str) -> dict[str, bytes]:
+    base = root / under
+    return {
+        str(p.relative_to(base)): p.read_bytes()
+        for p in sorted(base.rglob("*"))
+        if p.is_file() and p.name != ".lock"
+    }
+
+
+def _migrate(source: str, target: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, Any]:
+    code = main(["migrate", "--from", source, "--to", target, "--json"])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_files_to_postgres_and_back_is_byte_identical(
+    reference_data: Path, postgres_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, report = _migrate(str(reference_data), postgres_url, capsys)
+    assert code == 0 and report["ok"] is True
+    assert report["sessions"]["moved"] == len(SESSIONS)
+    assert report["snapshots"]["moved"] == len(list((reference_data / "snapshots").iterdir()))
+    assert report["pinnedWorkflows"]["moved"] == len(
+        list((reference_data / "workflows" / "pinned").iterdir())
+    )
+    assert "***" in report["to"] and postgres_url.split(":")[2].split("@")[0] not in report["to"]
+
+    again_code, again = _migrate(str(reference_data), postgres_url, capsys)
+    assert again_code == 0
+    assert again["sessions"]["skipped"] == len(SESSIONS) and again["sessions"]["moved"] == 0
+    assert again["snapshots"]["moved"] == 0 and again["snapshots"]["skipped"] > 0
+
+    back = tmp_path / "back"
+    code, report = _migrate(postgres_url, str(back), capsys)
+    assert code == 0 and report["sessions"]["moved"] == len(SESSIONS)
+    for under in ("sessions", "snapshots", "workflows/pinned"):
+        assert _files(back, under) == _files(reference_data, under), under
+    assert (back / "keys" / "keyring.json").read_bytes() == (
+        reference_data / "keys" / "keyring.json"
+    ).read_bytes()
+
+
+def test_a_different_session_under_the_same_id_is_refused(
+    data_dir: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    on_files = engine_over(LocalBackend.open(data_dir), entropy=counter_entropy("clash"))
+    r = on_files.start_workflow("probe-flow").unwrap()
+    sid = on_files.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
+    pg = open_postgres_backend(postgres_url).unwrap()
+    try:
+        on_pg = engine_over(pg, entropy=counter_entropy("clash"))
+        other = on_pg.start_workflow("val-flow").unwrap()
+        assert on_pg.deps.codec.parse_state(other["stateToken"]).unwrap().session_id == sid
+    finally:
+        pg.close()
+    code = main(["migrate", "--from", str(data_dir), "--to", postgres_url])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert f"refused {sid}: the target holds different content" in captured.out
+    assert "Traceback" not in captured.err
+
+
+def test_a_damaged_session_is_reported_and_the_rest_moved(
+    reference_data: Path, postgres_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    damaged = SESSIONS[0]
+    segment = max((reference_data / "sessions" / damaged / "events").glob("*.jsonl"))
+    raw = bytearray(segment.read_bytes())
+    raw[len(raw) // 2] ^= 1
+    segment.write_bytes(bytes(raw))
+    code, report = _migrate(str(reference_data), postgres_url, capsys)
+    assert code == 1 and report["ok"] is False
+    assert report["sessions"]["moved"] == len(SESSIONS) - 1
+    (problem,) = report["sessions"]["problems"]
+    assert problem["id"] == damaged and problem["outcome"] == "refused"
+    assert "corrupt_tail" in problem["reason"] and "workrail export" in problem["reason"]
+
+
+def test_an_unreachable_target_is_one_line(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.services.postgres import free_port
+
+    url = f"postgresql://u:pa55word@127.0.0.1:{free_port()}/db"
+    assert main(["migrate", "--from", str(data_dir), "--to", url]) == 1
+    err = capsys.readouterr().err
+    assert "Cannot reach PostgreSQL" in err and "pa55word" not in err and "Traceback" not in err

@@ -1,0 +1,102 @@
+"""Token keys follow the keyring store: a rotation made anywhere reaches a running server
+without a restart, and bad signatures cannot make it hammer the store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from returns.result import Failure, Result
+
+from tests.store.plans import new_id
+from workrail.core.keyring import Keyring
+from workrail.engine.signing import KeyringCodec
+from workrail.store.errors import StoreError
+from workrail.store.local.keyring import LocalKeyringStore
+
+SESS, NODE, WF = new_id("sess"), new_id("node"), "sha256:" + "c" * 64
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class CountingStore:
+    """The real file keyring store, counting how often it is read."""
+
+    def __init__(self, store: LocalKeyringStore) -> None:
+        self.store = store
+        self.loads = 0
+
+    def load(self) -> Result[Keyring, StoreError]:
+        self.loads += 1
+        return self.store.load()
+
+    def rotate(self) -> Result[Keyring, StoreError]:
+        return self.store.rotate()
+
+
+def _codec(data_dir: Path, clock: Clock) -> tuple[KeyringCodec, CountingStore]:
+    store = CountingStore(LocalKeyringStore(data_dir))
+    return KeyringCodec(store, store.load().unwrap(), clock=clock), store
+
+
+def _mint(codec: KeyringCodec) -> str:
+    return codec.mint_state(session_id=SESS, node_id=NODE, workflow_hash=WF)
+
+
+def test_a_token_signed_after_a_rotation_elsewhere_verifies_at_once(data_dir: Path) -> None:
+    clock = Clock()
+    old, _ = _codec(data_dir, clock)
+    before = _mint(old)
+    LocalKeyringStore(data_dir).rotate().unwrap()
+    rotated, _ = _codec(data_dir, clock)
+    after = _mint(rotated)
+    assert after != before
+    assert old.parse_state(after).unwrap().session_id == SESS  # re-loaded on the bad MAC
+    assert rotated.parse_state(before).unwrap().session_id == SESS  # previous key still valid
+
+
+def test_signing_moves_to_the_new_key_within_the_refresh_period(data_dir: Path) -> None:
+    clock = Clock()
+    codec, _ = _codec(data_dir, clock)
+    first = _mint(codec)
+    LocalKeyringStore(data_dir).rotate().unwrap()
+    clock.now += 29
+    assert _mint(codec) == first
+    clock.now += 2
+    fresh = _mint(codec)
+    assert fresh != first
+    fresh_keys = LocalKeyringStore(data_dir).load().unwrap()
+    only_new = KeyringCodec(
+        CountingStore(LocalKeyringStore(data_dir)), Keyring(fresh_keys.current, None)
+    )
+    assert only_new.parse_state(fresh).unwrap().node_id == NODE
+
+
+def test_forged_tokens_reload_the_keyring_at_most_once_per_recheck_period(data_dir: Path) -> None:
+    clock = Clock()
+    codec, store = _codec(data_dir, clock)
+    token = _mint(codec)
+    forged = token[:-3] + ("AAA" if not token.endswith("AAA") else "BBB")
+    loads = store.loads
+    for _ in range(20):
+        result = codec.parse_state(forged)
+        assert isinstance(result, Failure) and result.failure().code == "TOKEN_BAD_SIGNATURE"
+    assert store.loads == loads + 1
+    clock.now += 2.5
+    codec.parse_state(forged)
+    assert store.loads == loads + 2
+
+
+def test_a_store_that_cannot_be_read_keeps_the_current_keys(data_dir: Path) -> None:
+    clock = Clock()
+    codec, _ = _codec(data_dir, clock)
+    token = _mint(codec)
+    (data_dir / "keys" / "keyring.json").write_text("{not json")
+    clock.now += 60
+    assert _mint(codec) == token
+    assert codec.parse_state(token).unwrap().session_id == SESS

@@ -1,0 +1,274 @@
+"""`workrail migrate --from A --to B`: move every session, snapshot and pinned workflow (and
+the token keyring) from one store to another — a data directory to PostgreSQL or back.
+
+Each session travels as its own bundle: exported from the source, validated, imported
+under the same id with one append per original segment (so the target's manifest is the
+source's), then exported from the target and compared byte for byte. Safe to re-run: what
+the target already holds identically is skipped; a session id that holds something else
+there is refused and reported, never overwritten. Content objects are verified by their
+hash on both sides. Nothing is ever deleted from the source.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from returns.result import Failure, Result
+
+from workrail import __version__
+from workrail.app import open_backend_at
+from workrail.bundle.export import bundle_bytes, export_session
+from workrail.bundle.import_ import import_validated
+from workrail.bundle.models import Bundle
+from workrail.bundle.validate import check_bundle
+from workrail.cli.context import Cli, CliExit
+from workrail.core.errors import envelope
+from workrail.store.errors import StoreError
+from workrail.store.ports import Backend, PinnedWorkflowStore, SnapshotStore, StoredRef
+
+Outcome = Literal["moved", "skipped", "refused", "failed"]
+FIXED_BUNDLE_ID = "bundle_migratemigratemigratemigr"
+FIXED_EXPORTED_AT = "2000-01-01T00:00:00.000Z"
+
+
+@dataclass
+class Tally:
+    moved: int = 0
+    skipped: int = 0
+    refused: int = 0
+    failed: int = 0
+    problems: list[dict[str, str]] = field(default_factory=list)
+
+    def count(self, outcome: Outcome, item: str, why: str = "") -> None:
+        setattr(self, outcome, getattr(self, outcome) + 1)
+        if outcome in ("refused", "failed"):
+            self.problems.append({"id": item, "outcome": outcome, "reason": why})
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "moved": self.moved,
+            "skipped": self.skipped,
+            "refused": self.refused,
+            "failed": self.failed,
+            "problems": self.problems,
+        }
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    parser = subparsers.add_parser(
+        "migrate",
+        parents=[common],
+        help="move every session, snapshot and pinned workflow to another store",
+        description="Copy a store into another: a data directory into PostgreSQL "
+        "(--from DIR --to postgresql://…) or back. Verifies everything it moves, skips what "
+        "the target already holds, refuses to overwrite anything, never deletes.",
+    )
+    parser.add_argument("--from", dest="source", metavar="DIR|URL", required=True)
+    parser.add_argument("--to", dest="target", metavar="DIR|URL", required=True)
+    parser.set_defaults(handler=run_migrate)
+
+
+def run_migrate(cli: Cli) -> int:
+    args = cli.args
+    if args.source == args.target:
+        return cli.input_error("--from and --to name the same store.", "Name two different stores.")
+    source = _open(args.source)
+    try:
+        target = _open(args.target)
+    except CliExit:
+        source.close()
+        raise
+    try:
+        return _migrate(cli, source, target)
+    finally:
+        source.close()
+        target.close()
+
+
+def _open(location: str) -> Backend:
+    opened = open_backend_at(location)
+    if isinstance(opened, Failure):
+        problem = opened.failure()
+        hint = "Check both --from and --to, then run it again."
+        raise CliExit(envelope(problem.code, problem.message, hint))
+    return opened.unwrap()
+
+
+def _migrate(cli: Cli, source: Backend, target: Backend) -> int:
+    console = cli.console()
+
+    def say(line: str) -> None:
+        if not cli.as_json:
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+    say(f"Migrating {source.location} -> {target.location}")
+    keys = _keyring(source, target)
+    say(f"keyring: {keys}")
+    tallies: dict[str, Tally] = {}
+    for name, src, dst in (
+        ("snapshots", source.snapshots, target.snapshots),
+        ("pinnedWorkflows", source.pinned, target.pinned),
+    ):
+        tallies[name] = _content(src, dst, say, name)
+    tallies["sessions"] = _sessions(source, target, say)
+    ok = all(t.refused == 0 and t.failed == 0 for t in tallies.values())
+    if cli.as_json:
+        cli.print_json(
+            {
+                "ok": ok,
+                "from": source.location,
+                "to": target.location,
+                "keyring": keys,
+                **{name: t.to_json() for name, t in tallies.items()},
+            }
+        )
+    else:
+        for name, t in tallies.items():
+            say(
+                f"{name}: {t.moved} moved, {t.skipped} already there, {t.refused} refused, "
+                f"{t.failed} failed"
+            )
+        say(
+            "Done: everything is in the target."
+            if ok
+            else "Some items were not moved (listed above); fix them and run the same command "
+            "again — what was moved is skipped."
+        )
+    return 0 if ok else 1
+
+
+def _keyring(source: Backend, target: Backend) -> str:
+    """Carry the source's token keys, so tokens agents hold keep working on the target."""
+    keys = source.keyring.load()
+    if isinstance(keys, Failure):
+        return f"not moved ({keys.failure().message})"
+    adopted = target.keyring.adopt(keys.unwrap())
+    if isinstance(adopted, Failure):
+        return f"not moved ({adopted.failure().message})"
+    if adopted.unwrap() == keys.unwrap():
+        return "the target signs with the source's keys"
+    return (
+        "the target already had its own keys: tokens issued by the source do not verify "
+        "there (agents rehydrate from tokens the target issues)"
+    )
+
+
+def _pages(
+    fetch: Callable[[str | None], Result[list[str], StoreError]],
+) -> Iterator[str | StoreError]:
+    after: str | None = None
+    while True:
+        page = fetch(after)
+        if isinstance(page, Failure):
+            yield page.failure()
+            return
+        items = page.unwrap()
+        if not items:
+            return
+        yield from items
+        after = items[-1]
+
+
+def _refs_of(page: list[StoredRef]) -> list[str]:
+    return [entry.ref for entry in page]
+
+
+def _content(
+    src: SnapshotStore | PinnedWorkflowStore,
+    dst: SnapshotStore | PinnedWorkflowStore,
+    say: Callable[[str], object],
+    name: str,
+) -> Tally:
+    tally = Tally()
+    for ref in _pages(lambda after: src.list_refs(after=after).map(_refs_of)):
+        if isinstance(ref, StoreError):
+            tally.count("failed", name, f"cannot list the source: {ref.message}")
+            break
+        got = src.get(ref)
+        value = got.value_or(None)
+        if value is None:
+            why = got.failure().message if isinstance(got, Failure) else "vanished"
+            tally.count("failed", ref, f"unreadable in the source: {why}")
+            continue
+        if dst.get(ref).value_or(None) == value:  # a damaged copy is rewritten
+            tally.count("skipped", ref)
+            continue
+        put = dst.put(value)
+        if isinstance(put, Failure) or put.unwrap() != ref or dst.get(ref).value_or(None) != value:
+            why = put.failure().message if isinstance(put, Failure) else "does not read back"
+            tally.count("failed", ref, why)
+            continue
+        tally.count("moved", ref)
+    if tally.moved:
+        say(f"{name}: moved {tally.moved}")
+    return tally
+
+
+def _bundle(backend: Backend, session_id: str) -> Result[Bundle, str]:
+    """The session as a bundle with fixed metadata, so two stores' bundles compare."""
+    exported = export_session(
+        backend,
+        session_id,
+        bundle_id=FIXED_BUNDLE_ID,
+        exported_at=FIXED_EXPORTED_AT,
+        app_version=__version__,
+    )
+    return exported.alt(lambda e: e.message)
+
+
+def _export(backend: Backend, session_id: str) -> Result[bytes, str]:
+    return _bundle(backend, session_id).map(bundle_bytes)
+
+
+def _sessions(source: Backend, target: Backend, say: Callable[[str], object]) -> Tally:
+    tally = Tally()
+    for sid in _pages(lambda after: source.sessions.list_ids(after=after)):
+        if isinstance(sid, StoreError):
+            tally.count("failed", "sessions", f"cannot list the source: {sid.message}")
+            break
+        outcome, why = _session(source, target, sid)
+        tally.count(outcome, sid, why)
+        say(f"{outcome:>8} {sid}" + (f": {why}" if why else ""))
+    return tally
+
+
+def _session(source: Backend, target: Backend, sid: str) -> tuple[Outcome, str]:
+    health = source.sessions.health(sid)
+    if isinstance(health, Failure):
+        return "failed", health.failure().message
+    if not health.unwrap().is_healthy:
+        reason = health.unwrap().reason
+        return "refused", (
+            f"damaged in the source ({health.unwrap().kind}"
+            + (f": {reason.code}" if reason else "")
+            + "); export its salvage with `workrail export` and import it instead"
+        )
+    exported = _bundle(source, sid)
+    if isinstance(exported, Failure):
+        empty = source.sessions.read(sid, lambda log: log.is_empty)
+        if empty.value_or(False):
+            return "skipped", "empty in the source (nothing to move)"
+        return "failed", exported.failure()
+    bundle = exported.unwrap()
+    data = bundle_bytes(bundle)
+    exists = target.sessions.exists(sid)
+    if isinstance(exists, Failure):
+        return "failed", exists.failure().message
+    if exists.unwrap():
+        there = _export(target, sid)
+        if isinstance(there, Failure) or there.unwrap() != data:
+            return "refused", "the target holds different content under this id; left alone"
+        return "skipped", ""
+    validated = check_bundle(bundle)
+    if isinstance(validated, Failure):
+        return "failed", validated.failure().message
+    imported = import_validated(target, validated.unwrap(), mint_session_id=lambda: "")
+    if isinstance(imported, Failure):
+        return "failed", imported.failure().message
+    moved = _export(target, sid)
+    if isinstance(moved, Failure) or moved.unwrap() != data:
+        return "failed", "written, but it does not read back identical; do not use it there"
+    return "moved", ""

@@ -12,6 +12,7 @@ import pytest
 from tests.conftest import REFERENCE
 from tests.engine.conftest import counter_entropy, engine_over
 from workrail.cli import main
+from workrail.core.lifecycle import SessionLifecycle
 from workrail.store.local.backend import LocalBackend
 from workrail.store.postgres import open_postgres_backend
 
@@ -35,6 +36,8 @@ def _migrate(source: str, target: str, capsys: pytest.CaptureFixture[str]) -> tu
 def test_files_to_postgres_and_back_is_byte_identical(
     reference_data: Path, postgres_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    archived = SessionLifecycle(archived=True, archived_at="2026-01-02T03:04:05Z")
+    LocalBackend.open(reference_data).lifecycle.put(SESSIONS[1], archived).unwrap()
     code, report = _migrate(str(reference_data), postgres_url, capsys)
     assert code == 0 and report["ok"] is True
     assert report["sessions"]["moved"] == len(SESSIONS)
@@ -52,6 +55,8 @@ def test_files_to_postgres_and_back_is_byte_identical(
     back = tmp_path / "back"
     code, report = _migrate(postgres_url, str(back), capsys)
     assert code == 0 and report["sessions"]["moved"] == len(SESSIONS)
+    assert LocalBackend.open(back).lifecycle.get(SESSIONS[1]).unwrap() == archived
+    assert LocalBackend.open(back).lifecycle.get(SESSIONS[0]).unwrap().is_default
     for under in ("sessions", "snapshots", "workflows/pinned"):
         assert _files(back, under) == _files(reference_data, under), under
     assert (back / "keys" / "keyring.json").read_bytes() == (

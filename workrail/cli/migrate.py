@@ -271,4 +271,20 @@ def _session(source: Backend, target: Backend, sid: str) -> tuple[Outcome, str]:
     moved = _export(target, sid)
     if isinstance(moved, Failure) or moved.unwrap() != data:
         return "failed", "written, but it does not read back identical; do not use it there"
+    carried = _lifecycle(source, target, sid)
+    if carried:
+        return "failed", carried
     return "moved", ""
+
+
+def _lifecycle(source: Backend, target: Backend, sid: str) -> str:
+    """Carry the session's archive state and workspace (outside its log); why not, or ''."""
+    record = source.lifecycle.get(sid)
+    if isinstance(record, Failure):
+        return f"moved, but its archive state could not be read: {record.failure().message}"
+    if record.unwrap().is_default:
+        return ""
+    put = target.lifecycle.put(sid, record.unwrap())
+    if isinstance(put, Failure):
+        return f"moved, but its archive state was not: {put.failure().message}"
+    return ""

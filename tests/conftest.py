@@ -1,11 +1,13 @@
 from __future__ import annotations
 
 import shutil
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.services import SKIP_PREFIX
 from tests.services.postgres import PostgresCluster, start_cluster
 
 # A copy of the data written by the reference implementation (spec fixtures).
@@ -53,3 +55,24 @@ def own_postgres() -> Iterator[PostgresCluster]:
         yield cluster
     finally:
         cluster.destroy()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line per missing service with the number of tests that did not run for it, so a
+    green run with skipped tests is never mistaken for a full one."""
+    counts: Counter[str] = Counter()
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = getattr(report, "longrepr", None)
+        reason = longrepr[2] if isinstance(longrepr, tuple) else ""
+        reason = reason.removeprefix("Skipped: ")
+        if reason.startswith(SKIP_PREFIX):
+            counts[reason.removeprefix(SKIP_PREFIX).split(":", 1)[0]] += 1
+    if not counts:
+        return
+    terminalreporter.section("services not installed", sep="-", yellow=True)
+    for service, count in sorted(counts.items()):
+        tests = "test" if count == 1 else "tests"
+        terminalreporter.line(
+            f"{service} is not installed: {count} {tests} did not run "
+            "(scripts/ci_services.sh installs it; under CI=true they fail instead)"
+        )

@@ -77,7 +77,7 @@ def test_no_module_writes_the_process_environment() -> None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for target in targets:
                 if isinstance(target, ast.Subscript) and ast.unparse(target.value) == "os.environ":
-                    offenders.append(f"{path}:{node.lineno}")
+                    offenders.append(f"{path}:{getattr(node, 'lineno', '?')}")
             if isinstance(node, ast.Call):
                 name = ast.unparse(node.func)
                 if name in ("os.putenv", "os.environ.update", "os.environ.setdefault", "os.unsetenv"):

@@ -54,7 +54,8 @@ class _RacingSessions:
             raw = bundle_bytes(export(LocalBackend.open(self._source), PROBE))
             other = import_bundle(LocalBackend.open(self._target), raw)
             assert isinstance(other, Success)
-        return self._inner.write(session_id, fn)
+        written: Result[Any, Any] = self._inner.write(session_id, fn)
+        return written
 
 
 def test_an_id_claimed_during_import_is_never_merged(reference_data: Path, data_dir: Path) -> None:

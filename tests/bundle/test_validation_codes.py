@@ -70,9 +70,10 @@ def _first(d: dict[str, Any], kind: str) -> int:
     return next(i for i, e in enumerate(_events(d)) if e["kind"] == kind)
 
 
-def _renumber(d: dict[str, Any]) -> None:
+def _renumber(d: dict[str, Any]) -> dict[str, Any]:
     for i, r in enumerate(d["session"]["manifest"]):
         r["manifestIndex"] = i
+    return d
 
 
 def _first_snapshot(d: dict[str, Any]) -> str:

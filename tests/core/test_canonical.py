@@ -181,7 +181,7 @@ _SAFE_INTS = st.integers(min_value=-SAFE, max_value=SAFE)
 _FLOATS = st.floats(allow_nan=False, allow_infinity=False).filter(
     lambda f: not (f.is_integer() and 2**53 <= abs(f) < 1e21)
 )
-_TEXT = st.text(st.characters(exclude_categories=("Cs",)))
+_TEXT = st.text(st.characters(exclude_categories=["Cs"]))
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | _SAFE_INTS | _FLOATS | _TEXT,

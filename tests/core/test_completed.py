@@ -19,7 +19,8 @@ def test_adding_one_by_one_equals_sorting_the_whole_set(values: list[str]) -> No
         grown = grown.with_key(value)
     assert list(grown.ordered) == sorted(set(values), key=collation_key)
     assert list(grown.ordered) == sort_completed(values)
-    assert grown == set(values) == CompletedKeys(values)
+    as_set: object = set(values)  # a CompletedKeys equals the plain set of its keys
+    assert grown == as_set and grown == CompletedKeys(values)
     assert len(grown) == len(set(values))
 
 
@@ -27,7 +28,8 @@ def test_adding_one_by_one_equals_sorting_the_whole_set(values: list[str]) -> No
 def test_membership_is_exact(values: list[str], probe: str) -> None:
     completed = CompletedKeys(values)
     assert (probe in completed) == (probe in set(values))
-    assert 42 not in completed
+    not_a_key: object = 42
+    assert not_a_key not in completed
 
 
 def test_adding_a_present_key_returns_the_same_set() -> None:

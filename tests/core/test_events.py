@@ -143,7 +143,8 @@ def raw_event(kind: str, **overrides: Any) -> dict[str, Any]:
 
 
 def round_trip(raw: dict[str, Any]) -> dict[str, Any]:
-    return json.loads(jsonl_line(parse_event(raw).to_json()))
+    loaded: dict[str, Any] = json.loads(jsonl_line(parse_event(raw).to_json()))
+    return loaded
 
 
 # --- reference data ---------------------------------------------------------------------

@@ -384,7 +384,7 @@ def test_reference_session_tips_and_preferred_tip(reference_data: Path, session_
 
 
 def _reference_events(session_id: str) -> list[DomainEvent]:
-    events = []
+    events: list[DomainEvent] = []
     for path in sorted((REFERENCE / "data" / "sessions" / session_id / "events").glob("*.jsonl")):
         events.extend(parse_event(json.loads(line)) for line in path.read_bytes().splitlines())
     return events

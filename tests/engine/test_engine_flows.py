@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from tests.engine.conftest import make_engine
 from tests.engine.helpers import as_bytes, err, ok, tree_digest
@@ -11,7 +12,7 @@ from workrail.store.local.backend import LocalBackend
 from workrail.store.local.keyring import rotate_keyring
 
 
-def _events(data_dir: Path, sid: str) -> list:
+def _events(data_dir: Path, sid: str) -> list[Any]:
     return LocalBackend.open(data_dir).sessions.read(sid, lambda log: list(log.events)).unwrap()
 
 
@@ -279,7 +280,7 @@ def test_inspect_preview_hash(engine: Engine) -> None:
     }
 
 
-def _loop_control(decision: str) -> dict:
+def _loop_control(decision: str) -> dict[str, Any]:
     return {"kind": "wr.loop_control", "loopId": "review-loop", "decision": decision}
 
 

@@ -42,9 +42,10 @@ def test_locked_session_is_retryable_and_replays_still_work(data_dir: Path) -> N
         assert ok(engine.advance(r["stateToken"], r["ackToken"], notes_markdown="planned")) == a
         ok(engine.rehydrate(a["stateToken"]))
     finally:
-        assert child.stdin is not None
+        assert child.stdin is not None and child.stdout is not None
         child.stdin.close()
         child.wait(timeout=30)
+        child.stdout.close()
     ok(engine.advance(a["stateToken"], a["ackToken"], notes_markdown="built"))
 
 

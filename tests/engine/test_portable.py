@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from tests.engine.conftest import make_engine
 from tests.engine.helpers import err, ok, tree_digest
 from workrail.core.canonical import canonical_bytes
 
 
-def _record_at_build(data_dir: Path) -> tuple[dict, dict]:
+def _record_at_build(data_dir: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     engine = make_engine(data_dir)
     r = ok(engine.start_workflow("probe-flow", {"ticket": "T-1"}))
     a = ok(engine.advance(r["stateToken"], r["ackToken"], notes_markdown="secret notes"))

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import socket
 import subprocess
 import time
@@ -18,6 +16,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from tests.services import require_binary
 from workrail.fence.backend import FenceBackend
 from workrail.fence.identity import key_check
 from workrail.fence.ratelimit import RateLimits
@@ -57,13 +56,7 @@ class RedisServer:
 
 def redis_binary() -> str:
     """redis-server's path; skips the test, or fails it under CI, when it is missing."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        message = "redis-server is not on PATH; run scripts/ci_services.sh to install it"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return binary
+    return require_binary("redis-server", "redis-server")
 
 
 @contextmanager

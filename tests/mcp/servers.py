@@ -72,5 +72,8 @@ def http_subprocess(data_dir: Path, *args: str) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        assert proc.stdout is not None
-        assert proc.stdout.read() == b"", f"{args[0]} must not write to stdout"
+        assert proc.stdout is not None and proc.stderr is not None
+        written = proc.stdout.read()
+        proc.stdout.close()
+        proc.stderr.close()
+        assert written == b"", f"{args[0]} must not write to stdout"

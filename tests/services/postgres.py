@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg
-import pytest
+
+from tests.services import missing
 
 SUPERUSER = "workrail"
 SERVICE_USER = "workrail-pg"
@@ -56,13 +57,7 @@ def require_bindir() -> Path:
     """The server binaries; skips the test, or fails it under CI, when they are missing."""
     bindir = server_bindir()
     if bindir is None:
-        message = (
-            "PostgreSQL server binaries (initdb, pg_ctl) are not installed; run "
-            "scripts/ci_services.sh to install Debian's postgresql package"
-        )
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+        missing("PostgreSQL server", "initdb and pg_ctl are not installed")
     return bindir
 
 

@@ -38,7 +38,8 @@ def append(store: SessionStore, session_id: str, plan: AppendPlan) -> Any:
 def events_of(store: SessionStore, session_id: str) -> list[DomainEvent]:
     result = store.read(session_id, lambda log: list(log.events))
     assert isinstance(result, Success), result
-    return result.unwrap()
+    events: list[DomainEvent] = result.unwrap()
+    return events
 
 
 class SessionStoreContract:

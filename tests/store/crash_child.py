@@ -7,13 +7,22 @@ Prints `SESSION <id>` first, then `ACK <lastEventIndex>` after each acknowledged
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import sys
 from pathlib import Path
 
+from returns.result import Result
+
 from tests.store.plans import Chain
+from workrail.store.errors import StoreError
 from workrail.store.local.backend import LocalBackend
+from workrail.store.ports import AppendOutcome, AppendPlan, WriteTxn
+
+
+def _append(plan: AppendPlan, txn: WriteTxn) -> Result[AppendOutcome, StoreError]:
+    return txn.append(plan)
 
 
 def main() -> None:
@@ -29,7 +38,7 @@ def main() -> None:
     print(f"SESSION {chain.sess}", flush=True)
     plans = [chain.start()] + [chain.advance() for _ in range(kill_at + 2)]
     for plan in plans:
-        result = store.write(chain.sess, lambda txn, p=plan: txn.append(p))
+        result = store.write(chain.sess, functools.partial(_append, plan))
         result.unwrap()
         print(f"ACK {plan.events[-1].eventIndex}", flush=True)
         count += 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from workrail.core import dedupe
 from workrail.core.canonical import canonical_digest
@@ -18,7 +19,12 @@ def new_id(prefix: str) -> str:
 
 
 def _event(
-    sess: str, index: int, kind: str, key: str, data: dict, scope: dict | None
+    sess: str,
+    index: int,
+    kind: str,
+    key: str,
+    data: dict[str, Any],
+    scope: dict[str, Any] | None,
 ) -> DomainEvent:
     raw = {
         "v": 1,

@@ -41,9 +41,10 @@ def writer_in_another_process(data_dir: Path) -> Any:
             assert child.stdout is not None and child.stdout.readline().strip() == "READY"
             yield
         finally:
-            assert child.stdin is not None
+            assert child.stdin is not None and child.stdout is not None
             child.stdin.close()
             child.wait(timeout=60)
+            child.stdout.close()
 
     return in_another_process
 

@@ -60,6 +60,7 @@ def test_sigkill_at_each_append_step_loses_nothing_acknowledged(
     if events:
         run = next(iter(store.read(sess, lambda log: list(log.index.runs)).unwrap()))
         tip = store.read(sess, lambda log: log.index.preferred_tip(run)).unwrap()
+        assert tip is not None
         plan = advance_plan(sess, run, len(events), tip, new_id("node"), new_id("attempt"))
     else:
         plan = start_plan(sess, new_id("run"), new_id("node"))

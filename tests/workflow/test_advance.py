@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 from returns.result import Failure
-from wf_helpers import compiled, make_workflow, step
 
+from tests.workflow.wf_helpers import compiled, make_workflow, step
 from workrail.core.ids import next_attempt_id
-from workrail.core.snapshot import BlockedState, complete_snapshot
+from workrail.core.snapshot import BlockedState, RetryableBlock, complete_snapshot
 from workrail.workflow import Advanced, AdvanceRequest, Blocked, decide_advance, start
 from workrail.workflow.outcomes import ValidationResult
 from workrail.workflow.validation_engine import validate_output
@@ -121,8 +121,9 @@ def test_blocked_on_missing_notes_keeps_state_and_derives_ids() -> None:
     state = decision.snapshot.state
     assert isinstance(state, BlockedState)
     assert state.pending_step is not None and state.pending_step.step_id == "write"
-    assert state.blocked.retry_attempt_id == next_attempt_id(ATTEMPT)  # type: ignore[union-attr]
-    assert state.blocked.validation_ref == f"validation_{ATTEMPT}"  # type: ignore[union-attr]
+    assert isinstance(state.blocked, RetryableBlock)
+    assert state.blocked.retry_attempt_id == next_attempt_id(ATTEMPT)
+    assert state.blocked.validation_ref == f"validation_{ATTEMPT}"
     blocker = decision.blockers.blockers[0]
     assert blocker.code == "MISSING_REQUIRED_OUTPUT"
     assert blocker.message == "Missing required output (contractRef=wr.validationCriteria)."

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 from returns.result import Failure
-from wf_helpers import make_workflow, step
 
+from tests.workflow.wf_helpers import make_workflow, step
 from workrail.workflow import DiscoveryConfig, discover
 from workrail.workflow.sources import bundled_workflows_dir
 

@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from wf_helpers import load_fixture_workflow
 
+from tests.workflow.wf_helpers import load_fixture_workflow
 from workrail.core.ids import workflow_hash_ref
 from workrail.core.snapshot import complete_snapshot
 from workrail.workflow import (

@@ -10,8 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from returns.result import Failure, Success
-from wf_helpers import compiled, make_workflow, step
 
+from tests.workflow.wf_helpers import compiled, make_workflow, step
+from workrail.core.completed import CompletedKeys
 from workrail.core.snapshot import ExecutionSnapshot, parse_snapshot, running_snapshot
 from workrail.workflow import (
     CompiledWorkflow,
@@ -53,7 +54,7 @@ def test_skipped_step_runs_later_when_condition_becomes_true() -> None:
     wf = compiled(
         make_workflow([step("one"), step("opt", runCondition={"var": "go"}), step("two")])
     )
-    state = InterpreterState(frozenset({"one"}))
+    state = InterpreterState(CompletedKeys({"one"}))
     first = select_next(wf, state, {}).unwrap()
     assert first.state.pending is not None and first.state.pending.step_id == "two"
     after_two = complete_pending(first.state).unwrap()
@@ -182,7 +183,7 @@ def test_artifact_loop_newest_decision_wins() -> None:
     )
     go = {"kind": "wr.loop_control", "loopId": "review-loop", "decision": "continue"}
     stop = {"kind": "wr.loop_control", "loopId": "review-loop", "decision": "stop"}
-    state = InterpreterState(frozenset({"prep"}))
+    state = InterpreterState(CompletedKeys({"prep"}))
     entered = select_next(wf, state, {}, [go]).unwrap()
     assert (
         entered.state.pending is not None and entered.state.pending.key == "review-loop@0::review"
@@ -234,7 +235,7 @@ def test_loop_errors_are_values(
     config: dict[str, Any], body: Any, context: dict[str, Any], artifacts: list[Any], code: str
 ) -> None:
     wf = compiled(make_workflow([step("first"), loop("the-loop", config, body)]))
-    result = select_next(wf, InterpreterState(frozenset({"first"})), context, artifacts)
+    result = select_next(wf, InterpreterState(CompletedKeys({"first"})), context, artifacts)
     assert isinstance(result, Failure)
     assert result.failure().code == code
     assert result.failure().engine_kind == "advance_next_failed"

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from wf_helpers import compiled, make_workflow, step
-
+from tests.workflow.wf_helpers import compiled, make_workflow, step
 from workrail.core.snapshot import LoopPathFrame, StepInstance
 from workrail.workflow import RecoveryContext, render_pending, render_recovery
 from workrail.workflow.prompts import RECOVERY_BUDGET_BYTES, RECOVERY_TRUNCATION_SUFFIX

@@ -1,0 +1,144 @@
+"""The README and docs/ say only what is true: every relative link resolves inside the
+repository, and every shell example runs.
+
+A fenced `bash`/`sh` block is run unless the line before it is
+`<!-- not runnable: why -->` (a server that never returns, an installer, this very suite).
+The blocks of one file run in order, in one scratch directory with its own HOME and data
+directory and the repository's `workflows/` beside it, with `workrail` on PATH, offline;
+a block passes when it exits 0. So a tutorial can build on its earlier blocks.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").rglob("*.md")])
+SHELL = frozenset({"bash", "sh", "shell"})
+NOT_RUNNABLE = re.compile(r"^<!-- not runnable: .+ -->$")
+FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<info>[^`]*)$")
+LINK = re.compile(r"(?<!\!)\[[^\]]*\]\((?P<target>[^)\s]+)(?:\s+\"[^\"]*\")?\)")
+
+
+@dataclass(frozen=True)
+class Block:
+    path: Path
+    line: int
+    language: str
+    text: str
+    runnable: bool
+
+    @property
+    def where(self) -> str:
+        return f"{self.path.relative_to(ROOT)}:{self.line}"
+
+
+def blocks_of(path: Path) -> list[Block]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    found: list[Block] = []
+    i = 0
+    while i < len(lines):
+        opened = FENCE.match(lines[i])
+        if opened is None:
+            i += 1
+            continue
+        fence, language = opened["fence"], opened["info"].strip().split(" ")[0]
+        previous = next((s.strip() for s in reversed(lines[:i]) if s.strip()), "")
+        body: list[str] = []
+        j = i + 1
+        while j < len(lines) and not lines[j].strip().startswith(fence):
+            body.append(lines[j])
+            j += 1
+        found.append(
+            Block(path, i + 1, language, "\n".join(body) + "\n", not NOT_RUNNABLE.match(previous))
+        )
+        i = j + 1
+    return found
+
+
+def _prose(path: Path) -> str:
+    """The file without its code blocks (links inside code are examples, not links)."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    kept: list[str] = []
+    fence: str | None = None
+    for line in lines:
+        opened = FENCE.match(line)
+        if fence is None and opened is not None:
+            fence = opened["fence"]
+        elif fence is not None and line.strip().startswith(fence):
+            fence = None
+        elif fence is None:
+            kept.append(re.sub(r"`[^`]*`", "", line))
+    return "\n".join(kept)
+
+
+@pytest.mark.parametrize("path", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_resolves_inside_the_repository(path: Path) -> None:
+    broken = []
+    for match in LINK.finditer(_prose(path)):
+        target = match["target"]
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
+            continue  # a URL or an anchor on the same page
+        resolved = (path.parent / target.split("#", 1)[0]).resolve()
+        if not resolved.is_relative_to(ROOT) or not resolved.exists():
+            broken.append(target)
+    assert not broken, f"{path.relative_to(ROOT)} links to files that are not in the repo: {broken}"
+
+
+SHELL_DOCS = [p for p in DOCS if any(b.language in SHELL for b in blocks_of(p))]
+
+
+def _sandbox_env(scratch: Path) -> dict[str, str]:
+    venv_bin = Path(sys.executable).parent
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("WORKRAIL_", "WORKFLOW_")) and k not in {"CI"}
+    }
+    env.update(
+        HOME=str(scratch / "home"),
+        PATH=f"{venv_bin}{os.pathsep}{env.get('PATH', '')}",
+        WORKRAIL_REPO=str(ROOT),
+        NO_COLOR="1",
+        COLUMNS="100",
+    )
+    return env
+
+
+@pytest.mark.parametrize("path", SHELL_DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_shell_examples_run(path: Path, tmp_path: Path) -> None:
+    scratch = tmp_path / "scratch"
+    (scratch / "home").mkdir(parents=True)
+    (scratch / "workflows").symlink_to(ROOT / "workflows")
+    env = _sandbox_env(scratch)
+    for block in blocks_of(path):
+        if block.language not in SHELL or not block.runnable:
+            continue
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", block.text],
+            cwd=scratch,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, (
+            f"{block.where}: the example exited {done.returncode}.\n--- block\n{block.text}"
+            f"--- stdout\n{done.stdout}--- stderr\n{done.stderr}\n"
+            "Fix the example, or mark it `<!-- not runnable: why -->` on the line before it."
+        )
+
+
+def test_the_block_reader_sees_markers() -> None:
+    sample = ROOT / "README.md"
+    shells = [b for b in blocks_of(sample) if b.language in SHELL]
+    assert shells, "the README shows how to set up with a shell block"
+    assert not shells[0].runnable, "the set-up block installs; it is marked not runnable"

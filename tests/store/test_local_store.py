@@ -360,6 +360,7 @@ def test_reference_session_accepts_a_python_append(reference_data: Path) -> None
     log = store.read(sid, lambda log: log).unwrap()
     run = next(iter(log.index.runs))
     tip = log.index.preferred_tip(run)
+    assert tip is not None
     plan = advance_plan(sid, run, log.count, tip, new_id("node"), new_id("attempt"))
     assert append(store, sid, plan).unwrap().deduplicated is False
     assert _fresh(reference_data).health(sid).unwrap().kind == "healthy"

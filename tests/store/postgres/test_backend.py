@@ -17,7 +17,8 @@ def _refusal(url: str) -> str:
     error = opened.failure()
     assert error.code == "STORE_UNAVAILABLE"
     assert "\n" not in error.message
-    return error.message
+    message: str = error.message
+    return message
 
 
 def test_an_unreachable_server_is_one_line_without_the_password() -> None:

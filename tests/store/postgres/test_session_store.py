@@ -100,7 +100,7 @@ def test_a_writer_whose_view_is_stale_fails_and_never_forks(open_backend: OpenBa
     def stale(txn: Any) -> Any:
         return txn.append(fork.advance())
 
-    two._refresh = lambda conn, sid, slot: slot.state  # type: ignore[method-assign]
+    two._refresh = lambda conn, sid, slot: slot.state  # type: ignore[method-assign,assignment,return-value]
     refused = two.write(chain.sess, stale)
     assert isinstance(refused, Failure)
     assert refused.failure().code == "SESSION_LOCKED" and refused.failure().retryable

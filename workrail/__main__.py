@@ -1,3 +1,3 @@
-from workrail.cli import main
+from workrail.launch import run
 
-raise SystemExit(main())
+run()

@@ -308,14 +308,17 @@ def test_sessions_show_prints_notes_with_markup_characters_verbatim(tmp_path: Pa
     assert notes in out.stdout
 
 
-def test_a_failed_demo_still_reports_the_checks_made(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_demo_still_reports_the_checks_made(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     import io
 
     import workrail.cli.demo as demo
 
     monkeypatch.setitem(demo.NOTES, "plan", "too short")
     out = io.StringIO()
-    assert main(["demo", "--json"], out=out, err=io.StringIO()) == 1
+    argv = ["demo", "--json", "--data-dir", str(tmp_path / "demo")]
+    assert main(argv, out=out, err=io.StringIO()) == 1
     report = json.loads(out.getvalue())
     assert report["ok"] is False and report["failure"]
     assert report["checks"] and report["sessionId"].startswith("sess_")

@@ -28,6 +28,7 @@ from workrail.cli import (
 )
 from workrail.cli.context import Cli, CliExit
 from workrail.config import DATA_DIR_ENV, STORE_URL_ENV
+from workrail.launch import INTERRUPTED
 
 
 def _global_flags(*, top_level: bool) -> argparse.ArgumentParser:
@@ -97,7 +98,7 @@ def main(
     except CliExit as stop:
         return cli.fail(stop.envelope)
     except KeyboardInterrupt:
-        return 130
+        return INTERRUPTED
     except BrokenPipeError:
         # `workrail sessions | head`: the reader left; not an error worth a traceback.
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -105,3 +106,4 @@ def main(
         return 0
     finally:
         cli.close()
+

@@ -1,16 +1,20 @@
 """`workrail demo`: a scripted agent drives the bundled `coding-task` workflow through the
-real MCP server (a `workrail mcp` subprocess over stdio, in a temporary data directory).
+real MCP server (a `workrail mcp` subprocess over stdio, in a new temporary data directory
+or the one `--data-dir` names).
 
 It exercises what an agent relies on: start, advance with notes, a validation block and its
 one-call retry, checkpoint and its replay, an ack replay that writes nothing, a loop,
 rehydrate, a tampered token, completion; then prints the session's DAG. Every expectation
-is checked, so the exit code makes it a smoke test.
+is checked, so the exit code makes it a smoke test. The session is kept, and the demo ends
+with the commands that show it; `--clean` removes it instead.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
+import shlex
 import shutil
 import sys
 import tempfile
@@ -24,11 +28,12 @@ from mcp import Client, StdioServerParameters
 from mcp.types import CallToolResult
 from returns.result import Success
 from rich.console import Console
+from rich.markup import escape
 
 from workrail.app import open_backend
 from workrail.cli.context import Cli
 from workrail.config import DATA_DIR_ENV, STORE_URL_ENV, load_config
-from workrail.engine.sessions_view import all_session_ids, load_session
+from workrail.engine.sessions_view import load_session
 from workrail.store.ports import Backend
 
 WORKFLOW_ID = "coding-task"
@@ -43,6 +48,8 @@ class Report:
     console: Console
     data_dir: Path
     checks: list[dict[str, Any]] = field(default_factory=list)
+    session_id: str = ""
+    """The demo's session, once start_workflow has answered."""
 
     def check(self, name: str, ok: bool, detail: str = "") -> None:
         self.checks.append({"check": name, "ok": ok, "detail": detail})
@@ -56,11 +63,9 @@ class Report:
 
     def event_count(self) -> int:
         """Read from disk, not from the server: proof of what was (not) written."""
-        backend = demo_backend(self.data_dir)
-        ids = list(all_session_ids(backend.sessions))
-        if len(ids) != 1:
+        if not self.session_id:
             return -1
-        read = backend.sessions.read(ids[0], lambda log: log.count)
+        read = demo_backend(self.data_dir).sessions.read(self.session_id, lambda log: log.count)
         if not isinstance(read, Success):
             raise DemoFailure(f"cannot read the session back: {read.failure()}")
         return int(read.unwrap())
@@ -156,6 +161,7 @@ async def _script(client: Client, report: Report) -> str:
 
     report.section("Start and advance")
     r = await _call(client, report, "start_workflow", {"workflowId": WORKFLOW_ID, "context": {}})
+    report.session_id = str(r.get("sessionId") or "")
     report.check("start_workflow → pending 'understand'", _pending(r) == "understand")
     report.check("response carries a ready nextCall", r["nextCall"]["tool"] == "continue_workflow")
     r = await _advance(client, report, r, NOTES["understand"], {"taskComplexity": "small"})
@@ -256,7 +262,7 @@ async def _script(client: Client, report: Report) -> str:
         "workflow complete",
         r.get("isComplete") is True and r.get("nextIntent") == "complete" and r["nextCall"] is None,
     )
-    return _first_session(report)
+    return report.session_id
 
 
 def demo_env(base: Mapping[str, str], data_dir: Path) -> dict[str, str]:
@@ -275,11 +281,6 @@ def demo_backend(data_dir: Path) -> Backend:
     """The demo's data, read directly (not through the server it checks)."""
     config = load_config(demo_env({}, data_dir)).unwrap()
     return open_backend(config).unwrap()
-
-
-def _first_session(report: Report) -> str:
-    ids = list(all_session_ids(demo_backend(report.data_dir).sessions))
-    return ids[0] if ids else ""
 
 
 def _server_params(base: Mapping[str, str], data_dir: Path) -> StdioServerParameters:
@@ -304,25 +305,70 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def _data_dir(cli: Cli) -> tuple[Path, bool]:
+    """The directory the demo writes to, and whether the demo made it (so `--clean` may
+    remove all of it)."""
+    given = getattr(cli.args, "data_dir", None)
+    if given:
+        return Path(given).expanduser().absolute(), False
+    return Path(tempfile.mkdtemp(prefix="workrail-demo-")), True
+
+
+def program() -> str:
+    """How to run `workrail` again the way it was run now: by name when that is on PATH,
+    else by its path (as `scripts/run` starts it)."""
+    argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else Path("workrail")
+    if argv0.name != "workrail":
+        return "workrail"
+    on_path = shutil.which("workrail")
+    if on_path is not None and argv0.exists() and Path(on_path).samefile(argv0):
+        return "workrail"
+    return shlex.quote(str(argv0.absolute())) if argv0.exists() else "workrail"
+
+
+def look_commands(data_dir: Path, session_id: str) -> list[str]:
+    """The exact commands that show what the demo left behind."""
+    prefix = f"{program()} --data-dir {shlex.quote(str(data_dir))}"
+    commands = [f"{prefix} sessions"]
+    if session_id:
+        commands.append(f"{prefix} sessions show {session_id}")
+    if importlib.util.find_spec("workrail.cli.console") is not None:
+        commands.append(f"{prefix} console")
+    return commands
+
+
+def _clean(data_dir: Path, session_id: str, made: bool) -> str:
+    """Remove what the demo wrote: its own temporary directory whole, or only its session
+    in a directory the user named. Returns what was done, for the last line."""
+    if made:
+        shutil.rmtree(data_dir, ignore_errors=True)
+        return f"removed {data_dir}"
+    if not session_id:
+        return "nothing to remove"
+    deleted = demo_backend(data_dir).sessions.delete(session_id)
+    if isinstance(deleted, Success):
+        return f"removed session {session_id} from {data_dir}"
+    return f"could not remove session {session_id}: {deleted.failure().message}"
+
+
 def run_demo(cli: Cli) -> int:
     """Exit 0 only if every expectation held."""
     from workrail.cli.sessions import session_tree
 
-    keep, as_json = cli.args.keep, cli.as_json
+    as_json = cli.as_json
     console = Console(file=cli.err if as_json else cli.out, highlight=False)
-    data_dir = Path(tempfile.mkdtemp(prefix="workrail-demo-"))
+    data_dir, made = _data_dir(cli)
     console.print(
         f"[bold]WorkRail demo[/]: a scripted agent drives '{WORKFLOW_ID}' through "
         f"`workrail mcp` (stdio)\n[dim]data directory: {data_dir}[/]"
     )
     report = Report(console, data_dir)
-    session_id = ""
     failure: str | None = None
     try:
-        session_id = anyio.run(drive, report, cli.env)
+        anyio.run(drive, report, cli.env)
     except Exception as exc:  # a failed check, or the server or transport broke
         failure = _reason(exc)
-        session_id = _first_session(report)
+    session_id = report.session_id
     if session_id:
         view = load_session(demo_backend(data_dir), session_id)
         console.print("\n[bold cyan]▶ The session's run DAG[/]")
@@ -331,16 +377,37 @@ def run_demo(cli: Cli) -> int:
     console.print(
         "\n[bold green]Demo passed[/]: every step behaved as expected."
         if ok
-        else f"\n[bold red]Demo failed[/]: {failure}"
+        else f"\n[bold red]Demo failed[/]: {escape(failure or '')}"
     )
+    commands = look_commands(data_dir, session_id)
+    cleaned = _clean(data_dir, session_id, made) if cli.args.clean else None
+    if cleaned is not None:
+        console.print(f"[dim]--clean: {escape(cleaned)}[/]")
+    else:
+        console.print("\nThe session is kept. Look at it with:")
+        for command in commands:
+            console.print(f"  {command}", markup=False, soft_wrap=True)
+        console.print(
+            f"[dim]`{escape(program())} demo --clean` removes a demo's data when it ends.[/]"
+        )
+    if not ok:
+        console.print(
+            "Next: the check above says what went wrong; run with --json for every check, "
+            "or `workrail mcp --log-level DEBUG` to see the server's side.",
+            markup=False,
+        )
     if as_json:
         cli.print_json(
-            {"ok": ok, "failure": failure, "sessionId": session_id, "checks": report.checks}
+            {
+                "ok": ok,
+                "failure": failure,
+                "sessionId": session_id,
+                "dataDir": str(data_dir),
+                "kept": cleaned is None,
+                "commands": commands if cleaned is None else [],
+                "checks": report.checks,
+            }
         )
-    if keep:
-        console.print(f"[dim]kept {data_dir}[/]")
-    else:
-        shutil.rmtree(data_dir, ignore_errors=True)
     return 0 if ok else 1
 
 
@@ -349,8 +416,14 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         "demo",
         parents=[common],
         help="drive a bundled workflow end to end through the real MCP server",
-        description="Start `workrail mcp` in a temporary data directory and play a scripted "
-        "agent through a bundled workflow. Exits 0 only if every step behaved as expected.",
+        description="Start `workrail mcp` on a new temporary data directory (or --data-dir) "
+        "and play a scripted agent through a bundled workflow, then print the commands that "
+        "show the session it made. Exits 0 only if every step behaved as expected.",
     )
-    demo.add_argument("--keep", action="store_true", help="keep the temporary data directory")
+    demo.add_argument(
+        "--clean",
+        action="store_true",
+        help="remove the demo's data when it ends (its temporary directory, or only its "
+        "session when --data-dir names one); by default it is kept to look at",
+    )
     demo.set_defaults(handler=run_demo)

@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import argparse
 import logging
-from collections.abc import Iterator
+import signal
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 from returns.result import Failure
 
+from workrail import __version__
 from workrail.app import open_fence
 from workrail.cli.context import Cli
+from workrail.launch import INTERRUPTED, exit_now
 
 if TYPE_CHECKING:
     from workrail.engine.api import Engine
@@ -43,6 +48,57 @@ def _serving(cli: Cli) -> Iterator[tuple[Engine, FenceService | None]]:
             fence.close()
 
 
+def _announce(cli: Cli, line: str) -> Callable[[], None]:
+    """The ready line: on stderr (never stdout, the protocol's), and only when a person is
+    watching — stderr is a terminal; otherwise it is logged at INFO."""
+
+    def ready() -> None:
+        if cli.err.isatty():
+            print(line, file=cli.err, flush=True)
+        else:
+            log.info("%s", line)
+
+    return ready
+
+
+def _stopped(cli: Cli, command: str, code: int) -> int:
+    if code == INTERRUPTED and cli.err.isatty():
+        print(f"workrail {command}: stopped.", file=cli.err, flush=True)
+    return code
+
+
+@contextmanager
+def _ctrl_c_stops_at_once(cli: Cli, command: str) -> Iterator[None]:
+    """On stdio the SDK reads stdin in a worker thread that cannot be cancelled, so the
+    event loop's own Ctrl-C handling waits for the next line of input. Exit at once
+    instead: every append is crash-safe (the store is tested against SIGKILL at each step),
+    and a call in flight is simply never answered."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        _stopped(cli, command, INTERRUPTED)
+        exit_now(INTERRUPTED)
+
+    previous = signal.signal(signal.SIGINT, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _where(cli: Cli, fence: FenceService | None) -> str:
+    tools = "effect_checkpoint on" if fence is not None else "effect_checkpoint off"
+    store = "PostgreSQL" if cli.config.uses_postgres else str(cli.config.data_dir)
+    return f"sessions in {store}; {tools}"
+
+
+def _http_url(host: str, port: int) -> str:
+    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    return f"http://{shown}:{port}"
+
+
 def run_mcp(cli: Cli) -> int:
     """Serve MCP; stdio unless --http. Nothing but protocol is written to stdout."""
     from workrail.mcp.transport import serve_http, serve_stdio
@@ -50,8 +106,22 @@ def run_mcp(cli: Cli) -> int:
     args = cli.args
     with _serving(cli) as (engine, fence):
         if args.http:
-            return serve_http(engine, args.host, args.port, fence)
-        return serve_stdio(engine, fence)
+            url = _http_url(args.host, args.port)
+            ready = _announce(
+                cli,
+                f"workrail mcp {__version__}: ready at {url}/mcp ({_where(cli, fence)}). "
+                "Ctrl-C stops it.",
+            )
+            code = serve_http(engine, args.host, args.port, fence, on_ready=ready)
+        else:
+            ready = _announce(
+                cli,
+                f"workrail mcp {__version__}: ready on stdio ({_where(cli, fence)}). An MCP "
+                "client talks to it over stdin/stdout; Ctrl-C stops it.",
+            )
+            with _ctrl_c_stops_at_once(cli, "mcp"):
+                code = serve_stdio(engine, fence, on_ready=ready)
+    return _stopped(cli, "mcp", code)
 
 
 def run_serve(cli: Cli) -> int:
@@ -60,7 +130,16 @@ def run_serve(cli: Cli) -> int:
 
     args = cli.args
     with _serving(cli) as (engine, fence):
-        return serve_http(engine, args.host, args.port, fence, fence_http=True)
+        url = _http_url(args.host, args.port)
+        fence_line = f", effect checkpoint API at {url}/v1/tools/workflow-checkpoint"
+        ready = _announce(
+            cli,
+            f"workrail serve {__version__}: MCP at {url}/mcp"
+            f"{fence_line if fence is not None else ''} ({_where(cli, fence)}). "
+            "Ctrl-C stops it.",
+        )
+        code = serve_http(engine, args.host, args.port, fence, fence_http=True, on_ready=ready)
+    return _stopped(cli, "serve", code)
 
 
 def _server_flags(parser: argparse.ArgumentParser) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import socket
 import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Final
@@ -94,9 +95,17 @@ def build_http_app(
     return app
 
 
-def serve_stdio(engine: Engine, fence: FenceService | None = None) -> int:
-    """Serve until the client closes stdin (or stops reading stdout); exit code 0 then."""
+def serve_stdio(
+    engine: Engine,
+    fence: FenceService | None = None,
+    *,
+    on_ready: Callable[[], None] | None = None,
+) -> int:
+    """Serve until the client closes stdin (or stops reading stdout); exit code 0 then.
+    `on_ready` runs once the server is built, just before it reads stdin."""
     server = build_server(engine, fence)
+    if on_ready is not None:
+        on_ready()
     try:
         server.run()
     except KeyboardInterrupt:
@@ -118,11 +127,19 @@ def serve_http(
     fence: FenceService | None = None,
     *,
     fence_http: bool = False,
+    on_ready: Callable[[], None] | None = None,
 ) -> int:
     """Streamable HTTP at http://HOST:PORT/mcp (and the fence routes when `fence_http`).
     Loopback by default; then requests whose Host header is not local are rejected
-    (DNS-rebinding protection)."""
+    (DNS-rebinding protection). `on_ready` runs once the port accepts connections; Ctrl-C
+    stops the server within a second even while clients hold streams open."""
     import uvicorn
+
+    class Server(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started and on_ready is not None:
+                on_ready()
 
     if fence_http:
         app = build_http_app(engine, fence, host)
@@ -136,9 +153,10 @@ def serve_http(
         log_config=None,
         log_level=logging.getLevelName(logging.getLogger().level).lower(),
         lifespan="on",
+        timeout_graceful_shutdown=1,
     )
     try:
-        anyio.run(uvicorn.Server(config).serve)
+        anyio.run(Server(config).serve)
     except KeyboardInterrupt:
         return 130
     return 0

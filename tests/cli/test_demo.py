@@ -58,15 +58,13 @@ def test_clean_removes_the_demos_own_directory() -> None:
     assert not Path(report["dataDir"]).exists()
 
 
-def test_a_given_data_dir_is_used_and_clean_removes_only_the_demos_session(
-    tmp_path: Path,
-) -> None:
+def test_a_given_data_dir_is_used_and_never_cleaned(tmp_path: Path) -> None:
     data_dir = tmp_path / "mine"
     code, first, _ = _demo("--data-dir", str(data_dir))
     assert code == 0 and Path(first["dataDir"]) == data_dir
-    code, second, _ = _demo("--data-dir", str(data_dir), "--clean")
-    assert code == 0 and second["kept"] is False
-    assert first["sessionId"] != second["sessionId"]
+    out, err = io.StringIO(), io.StringIO()
+    refused = main(["demo", "--data-dir", str(data_dir), "--clean"], out=out, err=err)
+    assert refused == 2 and "never deletes from a --data-dir" in err.getvalue()
     assert sorted(p.name for p in (data_dir / "sessions").iterdir()) == [first["sessionId"]]
 
 

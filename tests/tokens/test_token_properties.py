@@ -13,6 +13,7 @@ from workrail.store.local.keyring import Keyring
 from workrail.tokens import (
     AckToken,
     CheckpointToken,
+    ContinueToken,
     StateToken,
     Token,
     TokenCodec,
@@ -52,6 +53,8 @@ def parse(token: Token, text: str) -> Result[Token, TokenError]:
             return CODEC.parse_ack(text).map(lambda t: t)
         case CheckpointToken():
             return CODEC.parse_checkpoint(text).map(lambda t: t)
+        case ContinueToken():
+            return CODEC.parse_continue(text).map(lambda t: t)
 
 
 @given(tokens)

@@ -117,7 +117,8 @@ class Cli:
             path = details.get("path") if isinstance(details, dict) else None
             where = f" at {path}" if path else ""
             console.print(
-                f"[red]{escape(code)}[/]{escape(where)}: {escape(str(error.get('message', '')))}"
+                f"[red]{escape(code)}[/]{escape(where)}: {escape(str(error.get('message', '')))}",
+                soft_wrap=True,  # the terminal wraps; a log or pipe gets whole lines
             )
             retry = retry_of(error)
             when = ""
@@ -125,7 +126,7 @@ class Cli:
                 when = " (you can run the same command again now)"
             elif retry.after_seconds is not None:
                 when = f" (you can run the same command again in {retry.after_seconds} s)"
-            console.print(f"  Next: {suggestion_of(error)}{when}", markup=False)
+            console.print(f"  Next: {suggestion_of(error)}{when}", markup=False, soft_wrap=True)
         return 2 if spec_of(code).input_fault else 1
 
     def input_error(self, message: str, suggestion: str) -> int:

@@ -337,18 +337,10 @@ def look_commands(data_dir: Path, session_id: str) -> list[str]:
     return commands
 
 
-def _clean(data_dir: Path, session_id: str, made: bool) -> str:
-    """Remove what the demo wrote: its own temporary directory whole, or only its session
-    in a directory the user named. Returns what was done, for the last line."""
-    if made:
-        shutil.rmtree(data_dir, ignore_errors=True)
-        return f"removed {data_dir}"
-    if not session_id:
-        return "nothing to remove"
-    deleted = demo_backend(data_dir).sessions.delete(session_id)
-    if isinstance(deleted, Success):
-        return f"removed session {session_id} from {data_dir}"
-    return f"could not remove session {session_id}: {deleted.failure().message}"
+def _clean(data_dir: Path) -> str:
+    """Remove the demo's own temporary directory (never a directory the user named)."""
+    shutil.rmtree(data_dir, ignore_errors=True)
+    return f"removed {data_dir}"
 
 
 def run_demo(cli: Cli) -> int:
@@ -356,6 +348,13 @@ def run_demo(cli: Cli) -> int:
     from workrail.cli.sessions import session_tree
 
     as_json = cli.as_json
+    if cli.args.clean and getattr(cli.args, "data_dir", None):
+        return cli.input_error(
+            "--clean removes the demo's own temporary directory; it never deletes from a "
+            "--data-dir you named.",
+            "Drop --data-dir to run the demo in a temporary directory that --clean removes, "
+            "or drop --clean to keep the session in your directory.",
+        )
     console = Console(file=cli.err if as_json else cli.out, highlight=False)
     data_dir, made = _data_dir(cli)
     console.print(
@@ -380,7 +379,7 @@ def run_demo(cli: Cli) -> int:
         else f"\n[bold red]Demo failed[/]: {escape(failure or '')}"
     )
     commands = look_commands(data_dir, session_id)
-    cleaned = _clean(data_dir, session_id, made) if cli.args.clean else None
+    cleaned = _clean(data_dir) if cli.args.clean and made else None
     if cleaned is not None:
         console.print(f"[dim]--clean: {escape(cleaned)}[/]")
     else:
@@ -423,7 +422,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     demo.add_argument(
         "--clean",
         action="store_true",
-        help="remove the demo's data when it ends (its temporary directory, or only its "
-        "session when --data-dir names one); by default it is kept to look at",
+        help="remove the demo's temporary data directory when it ends (by default it is "
+        "kept to look at); not with --data-dir",
     )
     demo.set_defaults(handler=run_demo)

@@ -384,10 +384,10 @@ class BackendContract:
         order = [s for s in listed if s in set(sids) | {val}]
         stamps = [listed[s].last_activity for s in order]
         assert stamps == sorted(stamps, reverse=True)
-        only = lambda **kw: {  # noqa: E731
-            s.session_id
-            for s in backend.query.page(SessionFilter(**kw), limit=500).unwrap().summaries
-        }
+        def only(**kw: Any) -> set[str]:
+            page = backend.query.page(SessionFilter(**kw), limit=500).unwrap()
+            return {s.session_id for s in page.summaries}
+
         ours = set(sids) | {val}
         assert only(workflow="val-flow") & ours == {val}
         assert only(text="number3 SHARED") & ours == {sids[3]}
@@ -436,7 +436,9 @@ class BackendContract:
         engine = engine_over(backend)
         r = engine.start_workflow("probe-flow", {"goal": "refactor the tokenizer"}).unwrap()
         sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
-        found = lambda q: {s.session_id for s in backend.query.candidates(q).unwrap()}  # noqa: E731
+        def found(q: CandidateQuery) -> set[str]:
+            return {s.session_id for s in backend.query.candidates(q).unwrap()}
+
         assert sid in found(CandidateQuery(session_id=sid, per_signal=1))
         assert sid in found(CandidateQuery(tokens=("tokenizer",)))
         assert sid in found(CandidateQuery(tokens=("tokeniser",)))  # shares a prefix

@@ -80,8 +80,8 @@ def test_candidates_never_write_even_when_the_index_is_stale_or_missing(data_dir
 
     (data_dir / INDEX).unlink()
     before = tree_digest(data_dir)
-    found = LocalBackend.open(data_dir).query.candidates(CandidateQuery(tokens=("index",)))
-    assert len(found.unwrap()) == 2
+    rebuilt = LocalBackend.open(data_dir).query.candidates(CandidateQuery(tokens=("index",)))
+    assert len(rebuilt.unwrap()) == 2
     assert tree_digest(data_dir) == before
     assert not (data_dir / INDEX).exists()
 

@@ -26,9 +26,8 @@ from workrail.cli import (
     sessions,
     workflows,
 )
-from workrail.cli.context import Cli, CliExit
+from workrail.cli.context import INTERRUPTED, Cli, CliExit
 from workrail.config import DATA_DIR_ENV, STORE_URL_ENV
-from workrail.launch import INTERRUPTED
 
 
 def _global_flags(*, top_level: bool) -> argparse.ArgumentParser:

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from returns.result import Failure
 from rich.console import Console
@@ -20,6 +21,20 @@ from workrail.config import ConfigError, Overrides, WorkrailConfig, load_config
 from workrail.core.errors import envelope, retry_of, spec_of, suggestion_of
 from workrail.engine.api import Engine
 from workrail.store.ports import Backend
+
+INTERRUPTED = 130
+"""The exit status after Ctrl-C (128 + SIGINT), as shells report it."""
+
+
+def exit_now(code: int) -> NoReturn:
+    """Flush and leave without waiting for other threads: a server's worker thread that is
+    blocked reading stdin would otherwise hold the process until Enter is pressed."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 class CliExit(Exception):

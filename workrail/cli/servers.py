@@ -16,8 +16,7 @@ from returns.result import Failure
 
 from workrail import __version__
 from workrail.app import open_fence
-from workrail.cli.context import Cli
-from workrail.launch import INTERRUPTED, exit_now
+from workrail.cli.context import INTERRUPTED, Cli, exit_now
 
 if TYPE_CHECKING:
     from workrail.engine.api import Engine

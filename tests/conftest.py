@@ -61,18 +61,21 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """One line per missing service with the number of tests that did not run for it, so a
     green run with skipped tests is never mistaken for a full one."""
     counts: Counter[str] = Counter()
+    why: dict[str, str] = {}
     for report in terminalreporter.stats.get("skipped", []):
         longrepr = getattr(report, "longrepr", None)
         reason = longrepr[2] if isinstance(longrepr, tuple) else ""
         reason = reason.removeprefix("Skipped: ")
         if reason.startswith(SKIP_PREFIX):
-            counts[reason.removeprefix(SKIP_PREFIX).split(":", 1)[0]] += 1
+            service, _, detail = reason.removeprefix(SKIP_PREFIX).partition(": ")
+            counts[service] += 1
+            why.setdefault(service, detail)
     if not counts:
         return
     terminalreporter.section("services not installed", sep="-", yellow=True)
     for service, count in sorted(counts.items()):
         tests = "test" if count == 1 else "tests"
         terminalreporter.line(
-            f"{service} is not installed: {count} {tests} did not run "
-            "(scripts/ci_services.sh installs it; under CI=true they fail instead)"
+            f"{service}: {count} {tests} did not run — {why[service]}; under CI=true they "
+            "fail instead"
         )

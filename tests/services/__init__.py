@@ -28,9 +28,11 @@ def under_ci(env: Mapping[str, str] = os.environ) -> bool:
     return env.get("CI", "").strip().lower() in {"1", "true", "yes", "on"}
 
 
-def missing(service: str, detail: str = "it is not installed") -> NoReturn:
+def missing(
+    service: str, detail: str = "it is not installed", install: str = INSTALL_HINT
+) -> NoReturn:
     """Stop the test: `service` is not available. Fails under CI, skips elsewhere."""
-    reason = f"{SKIP_PREFIX}{service}: {detail} ({INSTALL_HINT})"
+    reason = f"{SKIP_PREFIX}{service}: {detail} ({install})"
     if under_ci():
         pytest.fail(f"{reason}; under CI every service must be present", pytrace=False)
     pytest.skip(reason)

@@ -38,6 +38,9 @@ class CountingStore:
     def rotate(self) -> Result[Keyring, StoreError]:
         return self.store.rotate()
 
+    def adopt(self, keyring: Keyring) -> Result[Keyring, StoreError]:
+        return self.store.adopt(keyring)
+
 
 def _codec(data_dir: Path, clock: Clock) -> tuple[KeyringCodec, CountingStore]:
     store = CountingStore(LocalKeyringStore(data_dir))

@@ -18,6 +18,7 @@ from workrail.engine.api import Engine
 from workrail.engine.catalog import CatalogEntry
 from workrail.engine.deps import EngineDeps
 from workrail.engine.signing import KeyringCodec
+from workrail.probes.git import GitWorkspaceProbe
 from workrail.store.local.backend import LocalBackend
 from workrail.store.ports import Backend
 from workrail.store.postgres import open_postgres_backend
@@ -159,12 +160,11 @@ def build_engine(config: WorkrailConfig, backend: Backend) -> Result[Engine, Sta
         error = keyring.failure()
         code = cast(StartupCode, error.code if error.code in _KEYRING_CODES else "KEYRING_IO_ERROR")
         return Failure(StartupError(code, f"Cannot load the token keyring: {error.message}"))
-    deps = EngineDeps(
-        sessions=backend.sessions,
-        snapshots=backend.snapshots,
-        pinned=backend.pinned,
-        catalog=DiscoveredCatalog(config.discovery),
-        codec=KeyringCodec(backend.keyring, keyring.unwrap()),
+    deps = EngineDeps.over(
+        backend,
+        DiscoveredCatalog(config.discovery),
+        KeyringCodec(backend.keyring, keyring.unwrap()),
+        probe=GitWorkspaceProbe(config.discovery.cwd),
     )
     return Success(Engine(deps))
 

@@ -112,7 +112,8 @@ def test_sessions_list_json(data_dir: Path, capsys: pytest.CaptureFixture[str]) 
     assert main(["--data-dir", str(data_dir), "sessions", "--json"]) == 0
     (row,) = _json(capsys)["sessions"]
     assert row["sessionId"] == sid and row["workflowId"] == "probe-flow"
-    assert row["status"] == "pending" and row["health"] == {"kind": "healthy"}
+    assert row["status"] == "in_progress" and row["health"] == "healthy"
+    assert row["progress"] == {"done": 2, "known": 3} and row["title"] == "the plan"
     assert row["lastActivity"]
 
 
@@ -282,7 +283,7 @@ def test_sessions_show_corrupt_tail_renders_its_prefix(
     segment.write_bytes(bytes(raw))
     assert main(["--data-dir", str(data_dir), "sessions", "--json"]) == 0
     (row,) = _json(capsys)["sessions"]
-    assert row["status"] == "corrupt_tail"
+    assert row["health"] == "corrupt_tail"
     assert main(["--data-dir", str(data_dir), "sessions", "show", sid]) == 1
     out = capsys.readouterr().out
     assert "refuses to advance or checkpoint, but can still be read" in out

@@ -68,6 +68,9 @@ def engine_over(
         pinned=backend.pinned,
         catalog=DirCatalog(workflows or REFERENCE / "workflows"),
         codec=TokenCodec(backend.keyring.load().unwrap()),
+        lifecycle=backend.lifecycle,
+        query=backend.query,
+        watch=backend.watch,
         **({} if entropy is None else {"entropy": entropy}),
     )
     return Engine(deps)

@@ -281,20 +281,9 @@ IndexedRows = Callable[[Any], dict[str, dict[str, Any]]]
 
 def engine_over(backend: Any) -> Any:
     """The real engine over `backend`, with the reference's test workflows."""
-    from tests.conftest import REFERENCE
-    from tests.engine.conftest import DirCatalog
-    from workrail.engine.api import Engine
-    from workrail.engine.deps import EngineDeps
-    from workrail.tokens import TokenCodec
+    from tests.engine.conftest import engine_over as build
 
-    deps = EngineDeps(
-        sessions=backend.sessions,
-        snapshots=backend.snapshots,
-        pinned=backend.pinned,
-        catalog=DirCatalog(REFERENCE / "workflows"),
-        codec=TokenCodec(backend.keyring.load().unwrap()),
-    )
-    return Engine(deps)
+    return build(backend)
 
 
 def everything(backend: Any) -> dict[str, Any]:

@@ -75,6 +75,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _sessions_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction) and "sessions" in action.choices:
+            found: argparse.ArgumentParser = action.choices["sessions"]
+            return found
+    return parser
+
+
+def _mark_argv(parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """The sessions parser reads what was typed, to name an unknown flag in its error."""
+    _sessions_parser(parser).workrail_argv = argv  # type: ignore[attr-defined]
+
+
 def main(
     argv: Sequence[str] | None = None,
     *,
@@ -83,7 +96,21 @@ def main(
     err: TextIO | None = None,
 ) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    _mark_argv(parser, given)
+    try:
+        args, extras = parser.parse_known_args(given)
+    except CliExit as stop:  # a command that reports bad arguments as an envelope
+        bare = argparse.Namespace(json="--json" in given)
+        return Cli(bare, os.environ if env is None else env, out or sys.stdout, err or sys.stderr).fail(
+            stop.envelope
+        )
+    if extras:
+        if getattr(args, "command", None) == "sessions":
+            # Our own envelope, with a did-you-mean, instead of argparse's usage text.
+            cli = Cli(args, os.environ if env is None else env, out or sys.stdout, err or sys.stderr)
+            return cli.fail(sessions.unknown_arguments(_sessions_parser(parser), extras))
+        parser.error(f"unrecognized arguments: {' '.join(extras)}")
     if args.command is None:
         parser.print_help(out)
         return 0

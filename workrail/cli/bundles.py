@@ -30,7 +30,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         help="export a session as a bundle",
         description="Write one session's durable truth as a JSON bundle (no tokens).",
     )
-    export.add_argument("session_id", metavar="SESSION")
+    export.add_argument("session_id", metavar="SESSION", help="a session id or a unique start of one")
     export.add_argument(
         "-o", "--output", metavar="FILE", help="write the bundle here (default: stdout)"
     )

@@ -1,26 +1,187 @@
-"""`workrail sessions [show ID]`: list sessions, or print one session's run DAG."""
+"""`workrail sessions …`: list, search, show, follow and tidy sessions.
+
+Thin: arguments become an engine request, results are rendered — full session ids always
+(a narrow terminal gets a stacked layout rather than cut ids), `--json` for machines.
+Every command that takes a session id takes any unique start of one.
+"""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import json
+import re
+import sys
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
 
+from returns.result import Failure
 from rich.markup import escape
 from rich.table import Table
 from rich.tree import Tree
 
-from workrail.cli.context import Cli
+from workrail.cli.context import Cli, CliExit
 from workrail.core.errors import envelope
+from workrail.core.summary import RUN_STATUSES, SessionSummary
+from workrail.engine.lifecycle import LifecycleChange, PruneRequest
+from workrail.engine.sessions import ListRequest, SessionList
 from workrail.engine.sessions_view import (
     UNHEALTHY_BANNER,
     NodeView,
     RunView,
     SessionView,
-    list_sessions,
     load_session,
 )
 
 _KIND_MARK = {"step": "●", "checkpoint": "◆", "blocked_attempt": "✖"}
+WIDE: Final = 110
+"""Below this many columns the list is stacked (id on its own line) instead of a table."""
+DEFAULT_LIMIT: Final = 20
+FOLLOW_POLL: Final = 1.0
+_DURATION = re.compile(r"^\s*(\d+)\s*(m|min|h|d|w)\s*$")
+_UNITS = {"m": 60, "min": 60, "h": 3600, "d": 86400, "w": 604800}
+SUBCOMMANDS: Final = ("show", "archive", "unarchive", "delete", "prune", "events", "reindex")
+
+
+def parse_duration(text: str, flag: str) -> timedelta:
+    match = _DURATION.match(text.lower())
+    if match is None or int(match.group(1)) <= 0:
+        raise CliExit(
+            envelope(
+                "VALIDATION_ERROR",
+                f"{flag} takes a positive age like 30d, 12h, 90m or 2w; got {text!r}.",
+                f"For example: {flag} 30d",
+            )
+        )
+    return timedelta(seconds=int(match.group(1)) * _UNITS[match.group(2)])
+
+
+def parse_since(text: str) -> datetime:
+    """An age (`7d`: active in the last 7 days) or an ISO date/time (UTC unless given)."""
+    if _DURATION.match(text.lower()):
+        return datetime.now(UTC) - parse_duration(text, "--since")
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise CliExit(
+            envelope(
+                "VALIDATION_ERROR",
+                f"--since takes an age (7d, 12h) or a date (2026-01-31); got {text!r}.",
+                "For example: --since 7d",
+            )
+        ) from None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def parse_count(text: str, flag: str, *, low: int = 0) -> int:
+    if not re.fullmatch(r"\s*\d+\s*", text or "") or int(text) < low:
+        raise CliExit(
+            envelope(
+                "VALIDATION_ERROR",
+                f"{flag} takes a whole number (at least {low}); got {text!r}.",
+                f"For example: {flag} {max(low, 20)}",
+            )
+        )
+    return int(text)
+
+
+def _engine_result(cli: Cli, result: Any) -> Any:
+    if isinstance(result, Failure):
+        raise CliExit(result.failure().to_envelope())
+    return result.unwrap()
+
+
+# --- list --------------------------------------------------------------------------------
+
+
+def _ago(moment: datetime | None) -> str:
+    if moment is None:
+        return "-"
+    seconds = max(0, int((datetime.now(UTC) - moment).total_seconds()))
+    for size, unit in ((86400, "d"), (3600, "h"), (60, "m")):
+        if seconds >= size:
+            return f"{seconds // size}{unit} ago"
+    return "just now"
+
+
+def _progress(summary: SessionSummary) -> str:
+    run = summary.primary
+    return "-" if run is None else f"{run.steps_done}/{run.steps_known}"
+
+
+def _status(summary: SessionSummary) -> str:
+    parts: list[str] = [summary.status]
+    if summary.archived:
+        parts.append("archived")
+    if not summary.is_healthy:
+        parts.append(summary.health)
+    return ", ".join(parts)
+
+
+def run_list(cli: Cli) -> int:
+    args = cli.args
+    request = ListRequest(
+        statuses=tuple(args.status or ()),
+        workflow=args.workflow,
+        workspace=args.workspace,
+        branch=args.branch,
+        text=args.search,
+        since=None if args.since is None else parse_since(args.since),
+        archived="include" if args.all else "exclude",
+        limit=parse_count(args.limit, "--limit", low=1),
+        cursor=args.cursor,
+    )
+    listing: SessionList = _engine_result(cli, cli.engine().list_sessions(request))
+    if cli.as_json:
+        cli.print_json(listing.to_json())
+        return 0
+    console = cli.console()
+    where = cli.backend().location
+    if not listing.summaries:
+        hint = "" if args.all else " (archived sessions are left out; --all shows them)"
+        console.print(f"No sessions match in {escape(where)}{hint}.", soft_wrap=True)
+        return 0
+    if console.width >= WIDE:
+        table = Table(title=f"Sessions in {escape(where)}", title_justify="left")
+        table.add_column("session", no_wrap=True)
+        table.add_column("status", no_wrap=True)
+        table.add_column("progress", no_wrap=True, justify="right")
+        table.add_column("title", overflow="fold")
+        table.add_column("workflow", overflow="fold")
+        table.add_column("active", no_wrap=True)
+        for s in listing.summaries:
+            table.add_row(
+                s.session_id,
+                _status(s),
+                _progress(s),
+                escape(s.display_title),
+                escape(s.workflow_id or "-"),
+                _ago(s.last_activity),
+            )
+        console.print(table)
+    else:
+        console.print(f"Sessions in {escape(where)}", soft_wrap=True)
+        for s in listing.summaries:
+            console.print(f"[bold]{s.session_id}[/]", soft_wrap=True)
+            console.print(
+                f"  {escape(_status(s))} · {_progress(s)} · {escape(s.workflow_id or '-')} · "
+                f"{_ago(s.last_activity)}",
+                soft_wrap=True,
+            )
+            console.print(f"  {escape(s.display_title)}", soft_wrap=True)
+    if listing.next_cursor is not None:
+        console.print(
+            f"More sessions: add --cursor {listing.next_cursor} (or raise --limit).",
+            soft_wrap=True,
+        )
+    console.print(
+        "Show one: workrail sessions show ID · follow it: workrail sessions events ID --follow",
+        soft_wrap=True,
+        style="dim",
+    )
+    return 0
+
+
+# --- show --------------------------------------------------------------------------------
 
 
 def _first_line(text: str, width: int = 72) -> str:
@@ -98,43 +259,9 @@ def _add_node(parent: Tree, run: RunView, node_id: str) -> None:
         current = None
 
 
-def run_sessions(cli: Cli) -> int:
-    backend = cli.backend()
-    if getattr(cli.args, "sessions_command", None) == "show":
-        return _show_session(cli, cli.args.session_id)
-    views = list_sessions(backend)
-    if cli.as_json:
-        cli.print_json({"sessions": [v.summary_json() for v in views]})
-        return 0
-    console = cli.console()
-    where = backend.location
-    if not views:
-        console.print(f"No sessions in {escape(where)}")
-        return 0
-    table = Table(title=f"Sessions in {escape(where)}")
-    table.add_column("session", no_wrap=True, overflow="fold")
-    for column in ("workflow", "status", "events", "last activity"):
-        table.add_column(column, overflow="fold")
-    for v in views:
-        table.add_row(
-            v.session_id, v.workflow_id, v.status, str(v.event_count), v.last_activity or "-"
-        )
-    console.print(table)
-    return 0
-
-
-def _show_session(cli: Cli, session_id: str) -> int:
-    backend = cli.backend()
-    exists = backend.sessions.exists(session_id)
-    if not exists.value_or(False):
-        return cli.fail(
-            envelope(
-                "NOT_FOUND",
-                f"No session {session_id!r} in {backend.location}.",
-                "Run `workrail sessions` to list the session ids.",
-            )
-        )
-    view = load_session(backend, session_id)
+def run_show(cli: Cli) -> int:
+    session_id: str = _engine_result(cli, cli.engine().resolve_session(cli.args.session_id))
+    view = load_session(cli.backend(), session_id)
     if cli.as_json:
         cli.print_json(view.to_json())
     else:
@@ -146,14 +273,278 @@ def _show_session(cli: Cli, session_id: str) -> int:
     return 0 if view.is_healthy else 1
 
 
+# --- lifecycle ---------------------------------------------------------------------------
+
+
+def _report_change(cli: Cli, change: LifecycleChange, verb: str, same: str) -> int:
+    if cli.as_json:
+        cli.print_json({"ok": not change.busy, **change.to_json()})
+    else:
+        console = cli.console()
+        for sid in change.changed:
+            console.print(f"{verb} {sid}", soft_wrap=True)
+        for sid in change.unchanged:
+            console.print(f"{sid} was already {same}", soft_wrap=True)
+        for sid in change.busy:
+            console.print(
+                f"[yellow]{sid} is being written right now; left as it was, try again[/]",
+                soft_wrap=True,
+            )
+    return 1 if change.busy else 0
+
+
+def run_archive(cli: Cli) -> int:
+    change = _engine_result(cli, cli.engine().archive(list(cli.args.session_ids)))
+    return _report_change(cli, change, "Archived", "archived")
+
+
+def run_unarchive(cli: Cli) -> int:
+    change = _engine_result(cli, cli.engine().unarchive(list(cli.args.session_ids)))
+    return _report_change(cli, change, "Unarchived", "not archived")
+
+
+def _confirm(cli: Cli, question: str) -> bool:
+    stdin = getattr(cli, "stdin", None) or sys.stdin
+    if not stdin.isatty():
+        raise CliExit(
+            envelope(
+                "VALIDATION_ERROR",
+                "Deleting needs a yes: there is no terminal to ask on; nothing was deleted.",
+                "Add --yes to delete without asking.",
+            )
+        )
+    cli.err.write(f"{question} [y/N] ")
+    cli.err.flush()
+    return stdin.readline().strip().lower() in ("y", "yes")
+
+
+def run_delete(cli: Cli) -> int:
+    engine = cli.engine()
+    ids = [_engine_result(cli, engine.resolve_session(text)) for text in cli.args.session_ids]
+    if not cli.args.yes:
+        listed = "\n".join(f"  {sid}" for sid in ids)
+        if not _confirm(cli, f"Delete {len(ids)} session(s) for good?\n{listed}\n"):
+            cli.err.write("Nothing was deleted.\n")
+            return 1
+    change = _engine_result(cli, engine.delete_sessions(ids))
+    return _report_change(cli, change, "Deleted", "gone")
+
+
+def run_prune(cli: Cli) -> int:
+    args = cli.args
+    if args.older_than is None:
+        raise CliExit(
+            envelope(
+                "VALIDATION_ERROR",
+                "prune deletes sessions by age and refuses to guess one; nothing was deleted.",
+                "Add --older-than, e.g. --older-than 30d (and --dry-run to see what it would do).",
+            )
+        )
+    request = PruneRequest(
+        older_than=parse_duration(args.older_than, "--older-than"),
+        statuses=tuple(args.status or ()),
+        dry_run=args.dry_run,
+    )
+    report = _engine_result(cli, cli.engine().prune(request))
+    if cli.as_json:
+        cli.print_json(report.to_json())
+        return 1 if report.busy else 0
+    console = cli.console()
+    doing = "Would delete" if report.dry_run else "Deleted"
+    deleted = [s.session_id for s in report.selected] if report.dry_run else report.deleted
+    console.print(f"{doing} {len(deleted)} session(s) older than {args.older_than}:")
+    for sid in deleted:
+        console.print(f"  {sid}", soft_wrap=True)
+    for sid in report.busy:
+        console.print(f"[yellow]  {sid} is being written; kept[/]", soft_wrap=True)
+    collected = report.collected
+    if collected.skipped_reason:
+        console.print(f"[yellow]Collected nothing: {escape(collected.skipped_reason)}[/]")
+    else:
+        verb = "Would collect" if report.dry_run else "Collected"
+        console.print(
+            f"{verb} {len(collected.snapshots)} snapshot(s) and "
+            f"{len(collected.pinned_workflows)} pinned workflow(s) no kept session uses."
+        )
+    if report.dry_run:
+        console.print("Nothing was changed (--dry-run).", style="dim")
+    return 1 if report.busy else 0
+
+
+def run_reindex(cli: Cli) -> int:
+    count = cli.backend().query.rebuild()
+    if isinstance(count, Failure):
+        raise CliExit(envelope("INTERNAL_ERROR", count.failure().message))
+    if cli.as_json:
+        cli.print_json({"ok": True, "sessions": count.unwrap()})
+    else:
+        cli.console().print(f"Rebuilt the session index: {count.unwrap()} sessions.")
+    return 0
+
+
+# --- events ------------------------------------------------------------------------------
+
+
+def _event_line(event: Any) -> str:
+    scope = event.scope
+    where = "" if scope is None else " ".join(x for x in (scope.runId, scope.nodeId) if x)
+    return f"{event.eventIndex:>6}  {event.kind:<24} {where}".rstrip()
+
+
+def run_events(cli: Cli) -> int:
+    args = cli.args
+    cursor = parse_count(args.since, "--since") if args.since is not None else 0
+    limit = parse_count(args.limit, "--limit", low=1)
+    engine = cli.engine()
+    session_id: str = _engine_result(cli, engine.resolve_session(args.session_id))
+    feed = None
+    if args.follow:
+        feed = _engine_result(cli, engine.watch([session_id]))
+    try:
+        while True:
+            page = _engine_result(cli, engine.events_since(session_id, cursor, min(limit, 1000)))
+            for event in page.events:
+                if cli.as_json:
+                    cli.out.write(json.dumps(event.to_json(), ensure_ascii=False) + "\n")
+                else:
+                    cli.out.write(_event_line(event) + "\n")
+            cli.out.flush()
+            cursor = page.next_cursor
+            if not page.at_end:
+                continue
+            if feed is None:
+                return 0
+            feed.wait(FOLLOW_POLL)
+    finally:
+        if feed is not None:
+            feed.close()
+
+
+# --- wiring ------------------------------------------------------------------------------
+
+
+def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
+    found: list[str] = []
+    for action in parser._actions:
+        found.extend(o for o in action.option_strings if o.startswith("--"))
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                found.extend(_option_strings(sub))
+    return found
+
+
+def unknown_arguments(
+    parser: argparse.ArgumentParser, extras: list[str], problem: str | None = None
+) -> dict[str, Any]:
+    """VALIDATION_ERROR for flags or words `workrail sessions` does not know (or another
+    argparse `problem`), with the closest known flag; nothing has run."""
+    import difflib
+
+    known = sorted(set(_option_strings(parser)) | set(SUBCOMMANDS))
+    unknown = [t for t in extras if t.startswith("-") and t.split("=", 1)[0] not in known]
+    name = (unknown or extras or [""])[0].split("=", 1)[0]
+    if problem is not None and not unknown:
+        choice = re.search(r"invalid choice: '([^']*)'", problem)
+        name = choice.group(1) if choice else ""
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6) if name else []
+    hint = f"Did you mean {close[0]}? " if close else ""
+    what = (
+        f"Unknown argument(s) for workrail sessions: {' '.join(unknown)}"
+        if unknown or problem is None
+        else f"workrail sessions: {problem}"
+    )
+    return envelope(
+        "VALIDATION_ERROR",
+        f"{what}; nothing was done.",
+        hint + "See `workrail sessions --help`.",
+        details={"didYouMean": close[0] if close else None},
+    )
+
+
+def _friendly(parser: argparse.ArgumentParser, root: argparse.ArgumentParser) -> None:
+    """Parse errors of the sessions commands become our envelope (exit 2) instead of
+    argparse's usage text."""
+
+    def error(message: str) -> Any:
+        argv = list(getattr(root, "workrail_argv", None) or sys.argv[1:])
+        raise CliExit(unknown_arguments(root, argv, message))
+
+    parser.error = error  # type: ignore[method-assign]
+
+
+def run_sessions(cli: Cli) -> int:
+    handler = {
+        "show": run_show,
+        "archive": run_archive,
+        "unarchive": run_unarchive,
+        "delete": run_delete,
+        "prune": run_prune,
+        "events": run_events,
+        "reindex": run_reindex,
+    }.get(getattr(cli.args, "sessions_command", None) or "", run_list)
+    return handler(cli)
+
+
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     sessions = subparsers.add_parser(
         "sessions",
         parents=[common],
-        help="list sessions, or show one session's run DAG",
-        description="List sessions with workflow, status and last activity.",
+        help="list, search, follow and tidy sessions",
+        description=(
+            "List sessions, newest activity first, with status, progress and title. "
+            "Archived sessions are left out unless --all. Any unique start of a session id "
+            "works wherever an id is asked for."
+        ),
     )
+    sessions.add_argument(
+        "--status",
+        action="append",
+        metavar="STATUS",
+        help=f"only this status (repeatable): {', '.join(RUN_STATUSES)}",
+    )
+    sessions.add_argument("--workflow", metavar="ID", help="only runs of this workflow id")
+    sessions.add_argument("--search", metavar="TEXT", help="every word in the title or notes")
+    sessions.add_argument("--workspace", metavar="PATH", help="only sessions of this workspace")
+    sessions.add_argument("--branch", metavar="NAME", help="only sessions on this git branch")
+    sessions.add_argument("--since", metavar="AGE|DATE", help="active since (7d, 2026-01-31)")
+    sessions.add_argument("--limit", default=str(DEFAULT_LIMIT), metavar="N", help="page size")
+    sessions.add_argument("--cursor", metavar="CURSOR", help="the next page, as printed")
+    sessions.add_argument("--all", action="store_true", help="include archived sessions")
     nested = sessions.add_subparsers(dest="sessions_command", metavar="COMMAND")
+
     show = nested.add_parser("show", parents=[common], help="print a session's run DAG as a tree")
     show.add_argument("session_id", metavar="SESSION")
+
+    for name, text in (
+        ("archive", "leave default lists and resume_session (kept, can be unarchived)"),
+        ("unarchive", "bring archived sessions back"),
+    ):
+        cmd = nested.add_parser(name, parents=[common], help=text)
+        cmd.add_argument("session_ids", metavar="SESSION", nargs="+")
+
+    delete = nested.add_parser("delete", parents=[common], help="delete sessions for good")
+    delete.add_argument("session_ids", metavar="SESSION", nargs="+")
+    delete.add_argument("--yes", action="store_true", help="do not ask")
+
+    prune = nested.add_parser(
+        "prune",
+        parents=[common],
+        help="delete old sessions, then collect content no kept session uses",
+    )
+    prune.add_argument("--older-than", metavar="AGE", help="required: e.g. 30d, 12h, 2w")
+    prune.add_argument("--status", action="append", metavar="STATUS", help="only this status")
+    prune.add_argument("--dry-run", action="store_true", help="say what would go; change nothing")
+
+    events = nested.add_parser(
+        "events", parents=[common], help="print a session's events (JSON lines with --json)"
+    )
+    events.add_argument("session_id", metavar="SESSION")
+    events.add_argument("--since", metavar="N", help="start at eventIndex N (default 0)")
+    events.add_argument("--limit", default="1000", metavar="N", help="events per read")
+    events.add_argument("--follow", action="store_true", help="keep printing new events")
+
+    nested.add_parser("reindex", parents=[common], help="rebuild the session index from the logs")
     sessions.set_defaults(handler=run_sessions)
+    _friendly(sessions, sessions)
+    for sub in nested.choices.values():
+        _friendly(sub, sessions)

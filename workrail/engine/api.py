@@ -10,10 +10,15 @@ from typing import Any
 
 from returns.result import Failure, Result, Success
 
+from workrail.bundle.errors import BundleError
+from workrail.core.summary import SessionSummary
 from workrail.engine import advance as advance_uc
+from workrail.engine import bundles as bundles_uc
 from workrail.engine import checkpoint as checkpoint_uc
+from workrail.engine import lifecycle as lifecycle_uc
 from workrail.engine import portable
 from workrail.engine import rehydrate as rehydrate_uc
+from workrail.engine import sessions as sessions_uc
 from workrail.engine import start as start_uc
 from workrail.engine import workflows as workflows_uc
 from workrail.engine.advance import AgentOutput
@@ -22,6 +27,7 @@ from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError, error
 from workrail.engine.loaded import CompiledCache
 from workrail.engine.sessions_view import all_session_ids
+from workrail.store.ports import ChangeFeed
 from workrail.tokens import StateToken, TokenError, check_advance_scope
 
 Response = Result[dict[str, Any], EngineError]
@@ -56,8 +62,15 @@ class Engine:
         entry = self.deps.catalog.get(workflow_id)
         return None if entry is None else entry.definition
 
-    def start_workflow(self, workflow_id: str, context: dict[str, Any] | None = None) -> Response:
-        return start_uc.start_workflow(self.deps, self._compiled, workflow_id, context)
+    def start_workflow(
+        self,
+        workflow_id: str,
+        context: dict[str, Any] | None = None,
+        workspace_path: str | None = None,
+    ) -> Response:
+        return start_uc.start_workflow(
+            self.deps, self._compiled, workflow_id, context, workspace_path
+        )
 
     def rehydrate(self, state_token: str, context: dict[str, Any] | None = None) -> Response:
         state = self.deps.codec.parse_state(state_token)
@@ -156,6 +169,55 @@ class Engine:
         if isinstance(record, Failure):
             return Failure(record.failure())
         return portable.resume_record(self.deps, self._compiled, record.unwrap(), context)
+
+    # --- finding, following and tidying sessions (docs/sessions.md) -------------------
+
+    def list_sessions(
+        self, request: sessions_uc.ListRequest
+    ) -> Result[sessions_uc.SessionList, EngineError]:
+        """A page of session summaries, newest activity first (filters in `request`)."""
+        return sessions_uc.list_sessions(self.deps, request)
+
+    def session_summary(self, session_id: str) -> Result[SessionSummary, EngineError]:
+        """One session's summary; `session_id` may be any unique start of the id."""
+        return sessions_uc.get_summary(self.deps, session_id)
+
+    def resolve_session(self, session_id: str) -> Result[str, EngineError]:
+        return sessions_uc.resolve_id(self.deps, session_id)
+
+    def events_since(
+        self, session_id: str, cursor: object, limit: object = 100
+    ) -> Result[sessions_uc.EventsPage, EngineError]:
+        return sessions_uc.events_since(self.deps, session_id, cursor, limit)
+
+    def watch(self, session_ids: list[str] | None = None) -> Result[ChangeFeed, EngineError]:
+        return sessions_uc.watch(self.deps, session_ids)
+
+    def archive(self, session_ids: list[str]) -> Result[lifecycle_uc.LifecycleChange, EngineError]:
+        return lifecycle_uc.set_archived(self.deps, session_ids, True)
+
+    def unarchive(
+        self, session_ids: list[str]
+    ) -> Result[lifecycle_uc.LifecycleChange, EngineError]:
+        return lifecycle_uc.set_archived(self.deps, session_ids, False)
+
+    def delete_sessions(
+        self, session_ids: list[str]
+    ) -> Result[lifecycle_uc.LifecycleChange, EngineError]:
+        return lifecycle_uc.delete_sessions(self.deps, session_ids)
+
+    def prune(
+        self, request: lifecycle_uc.PruneRequest
+    ) -> Result[lifecycle_uc.PruneReport, EngineError]:
+        return lifecycle_uc.prune(self.deps, request)
+
+    def export_session(
+        self, session_ref: str, *, app_version: str
+    ) -> Result[bundles_uc.Exported, BundleError | EngineError]:
+        return bundles_uc.export(self.deps, session_ref, app_version=app_version)
+
+    def import_session(self, raw: bytes) -> Result[bundles_uc.Imported, BundleError]:
+        return bundles_uc.import_bytes(self, raw)
 
     def _locate(self, token_or_node: str) -> tuple[str, str] | EngineError:
         if not token_or_node.startswith("node_"):

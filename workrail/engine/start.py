@@ -3,12 +3,14 @@ one append plan, and hand back the first step with its tokens."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
 from returns.result import Failure, Result, Success
 
 from workrail.core import dedupe
+from workrail.core.lifecycle import SessionLifecycle
 from workrail.core.snapshot import ExecutionSnapshot, StepInstance
 from workrail.engine.context import validate_context
 from workrail.engine.deps import EngineDeps
@@ -17,6 +19,7 @@ from workrail.engine.events_builder import PlanBuilder
 from workrail.engine.loaded import CompiledCache
 from workrail.engine.responses import next_call, next_intent, render
 from workrail.engine.store_errors import from_store
+from workrail.engine.workspace import WorkspaceFacts, observations
 from workrail.store.ports import AppendOutcome, AppendPlan, SnapshotPin, WriteTxn
 from workrail.workflow import interpreter
 from workrail.workflow.compiler import CompiledWorkflow
@@ -24,12 +27,22 @@ from workrail.workflow.envelopes import pin_workflow
 
 DEFAULT_PREFERENCES = {"autonomy": "guided", "riskPolicy": "conservative"}
 
+log = logging.getLogger("workrail.engine")
+
+
+def remember_workspace(deps: EngineDeps, session_id: str, workspace: WorkspaceFacts) -> None:
+    """Best effort: the session is already durable; a lost path only weakens search."""
+    recorded = deps.lifecycle.put(session_id, SessionLifecycle(workspace_path=workspace.path))
+    if isinstance(recorded, Failure):
+        log.warning("workspace of %s not recorded: %s", session_id, recorded.failure().message)
+
 
 def start_workflow(
     deps: EngineDeps,
     compiled_cache: CompiledCache,
     workflow_id: str,
     context: dict[str, Any] | None,
+    workspace_path: str | None = None,
 ) -> Result[dict[str, Any], EngineError]:
     if context is not None:
         checked = validate_context("start_workflow", context)
@@ -66,6 +79,7 @@ def start_workflow(
         chosen.snapshot(),
         instance,
         context,
+        workspace=deps.probe.probe(workspace_path),
     )
 
 
@@ -83,10 +97,14 @@ def create_session(
     snapshot: ExecutionSnapshot,
     instance: StepInstance,
     context: dict[str, Any] | None,
+    *,
+    workspace: WorkspaceFacts | None = None,
 ) -> Result[dict[str, Any], EngineError]:
     """Write a new session whose root node holds `snapshot`, and answer like start does.
 
-    Shared by start_workflow and the resume of a portable checkpoint record.
+    Shared by start_workflow and the resume of a portable checkpoint record. Workspace
+    facts become observation events after the other start events (spec 20 §2) and the
+    workspace path a lifecycle record beside the log.
     """
     workflow_hash = compiled.workflow_hash
     stored = deps.snapshots.put(snapshot.to_json())
@@ -143,6 +161,9 @@ def create_session(
             {"contextId": context_id, "context": context, "source": "initial"},
             run_id=run_id,
         )
+    if workspace is not None:
+        for kind, key, data in observations(session_id, workspace):
+            plan.add(kind, key, data)
     append_plan = AppendPlan(
         tuple(plan.events), (SnapshotPin(snapshot_ref, node.eventIndex, node.eventId),)
     )
@@ -153,6 +174,8 @@ def create_session(
     written = deps.sessions.write(session_id, write)
     if isinstance(written, Failure):
         return Failure(from_store(written.failure(), "start"))
+    if workspace is not None:
+        remember_workspace(deps, session_id, workspace)
 
     attempt = deps.mint("attempt")
     state_token = deps.codec.mint_state(

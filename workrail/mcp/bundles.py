@@ -17,12 +17,10 @@ from returns.result import Failure, Result, Success
 
 from workrail import __version__
 from workrail.bundle.errors import BundleError, ErrorCode, to_envelope
-from workrail.bundle.export import bundle_bytes, export_session, new_bundle_id, utc_now
-from workrail.bundle.import_ import import_bundle
 from workrail.core.errors import envelope
 from workrail.engine.api import Engine
 from workrail.engine.errors import EngineError, error
-from workrail.engine.imported import preferred_run, tokens_for_import
+from workrail.engine.imported import preferred_run
 
 # The bundle layer's closed set, one definition for both layers.
 BundleToolCode = ErrorCode
@@ -46,9 +44,9 @@ class BundleToolError:
 BundleResponse = Result[dict[str, Any], BundleToolError | EngineError]
 
 
-def _session_of(engine: Engine, arguments: dict[str, Any]) -> Result[str, EngineError]:
-    """The session to export: `sessionId`, or the session a `stateToken` names (agents
-    hold tokens, not session ids)."""
+def export_tool(engine: Engine, arguments: dict[str, Any]) -> BundleResponse:
+    """`{bundle, summary}`: the bundle object plus what an agent should know about it.
+    Agents hold tokens rather than session ids, so either names the session."""
     token = arguments.get("stateToken")
     session_id = arguments.get("sessionId")
     if (token is None) == (session_id is None):
@@ -62,42 +60,12 @@ def _session_of(engine: Engine, arguments: dict[str, Any]) -> Result[str, Engine
                 ],
             )
         )
-    if session_id is not None:
-        return Success(str(session_id))
-    parsed = engine.deps.codec.parse_state(str(token))
-    if isinstance(parsed, Failure):
-        err = parsed.failure()
-        return Failure(EngineError(err.code, err.message, details={"suggestion": err.suggestion}))
-    return Success(parsed.unwrap().session_id)
-
-
-def export_tool(engine: Engine, arguments: dict[str, Any]) -> BundleResponse:
-    """`{bundle, summary}`: the bundle object plus what an agent should know about it."""
-    target = _session_of(engine, arguments)
-    if isinstance(target, Failure):
-        return Failure(target.failure())
-    exported = export_session(
-        engine.deps,
-        target.unwrap(),
-        bundle_id=new_bundle_id(),
-        exported_at=utc_now(),
-        app_version=__version__,
-    )
+    exported = engine.export_session(str(session_id or token), app_version=__version__)
     if isinstance(exported, Failure):
-        return Failure(BundleToolError.of(exported.failure()))
-    bundle = exported.unwrap()
-    summary: dict[str, Any] = {
-        "sessionId": bundle.session.sessionId,
-        "bundleId": bundle.bundleId,
-        "eventCount": len(bundle.session.events),
-        "snapshotCount": len(bundle.session.snapshots),
-        "pinnedWorkflowCount": len(bundle.session.pinnedWorkflows),
-        "bytes": len(bundle_bytes(bundle)),
-        "complete": bundle.salvage is None,
-    }
-    if bundle.salvage is not None:
-        summary["salvage"] = bundle.salvage.to_json()
-    return Success({"bundle": bundle.to_json(), "summary": summary})
+        failure = exported.failure()
+        return Failure(BundleToolError.of(failure) if isinstance(failure, BundleError) else failure)
+    done = exported.unwrap()
+    return Success({"bundle": done.bundle.to_json(), "summary": done.summary_json()})
 
 
 def _raw(bundle: Any) -> Result[bytes, BundleError]:
@@ -116,11 +84,11 @@ def import_tool(engine: Engine, arguments: dict[str, Any]) -> BundleResponse:
     raw = _raw(arguments["bundle"])
     if isinstance(raw, Failure):
         return Failure(BundleToolError.of(raw.failure()))
-    imported = import_bundle(engine.deps, raw.unwrap())
+    imported = engine.import_session(raw.unwrap())
     if isinstance(imported, Failure):
         return Failure(BundleToolError.of(imported.failure()))
-    result = imported.unwrap()
-    body = tokens_for_import(engine, result)
+    result = imported.unwrap().result
+    body = dict(imported.unwrap().tokens)
     body["originalSessionId"] = result.original_session_id
     body["eventCount"] = result.event_count
     if result.salvage is not None:

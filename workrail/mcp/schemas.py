@@ -126,6 +126,18 @@ INSPECT_WORKFLOW = ToolSpec(
     output_schema=INSPECT_OUTPUT,
 )
 
+WORKSPACE_PATH: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 4096,
+    "description": (
+        "Optional absolute path of the project you are working in (e.g. the repository "
+        "root). WorkRail records its git branch and commit so resume_session can find this "
+        "session again from there; without it, the server's working directory is used when "
+        "it is a git work tree."
+    ),
+}
+
 START_WORKFLOW = ToolSpec(
     name="start_workflow",
     title="Start a workflow",
@@ -135,7 +147,10 @@ START_WORKFLOW = ToolSpec(
         "pending step once) and checkpointToken. Keep the tokens exactly as returned. Do the "
         "step, then call continue_workflow. " + _LOOP
     ),
-    input_schema=_object({"workflowId": _WORKFLOW_ID, "context": _CONTEXT}, ["workflowId"]),
+    input_schema=_object(
+        {"workflowId": _WORKFLOW_ID, "context": _CONTEXT, "workspacePath": WORKSPACE_PATH},
+        ["workflowId"],
+    ),
     annotations=_annotations(read_only=False, idempotent=False),
     example={"workflowId": "coding-task", "context": {}},
     output_schema=START_OUTPUT,

@@ -109,7 +109,9 @@ class WorkrailTools:
         )
 
     def start_workflow(self, arguments: dict[str, Any]) -> Result[dict[str, Any], EngineError]:
-        return self.engine.start_workflow(arguments["workflowId"], arguments.get("context"))
+        return self.engine.start_workflow(
+            arguments["workflowId"], arguments.get("context"), arguments.get("workspacePath")
+        )
 
     def continue_workflow(self, arguments: dict[str, Any]) -> Result[dict[str, Any], EngineError]:
         context = arguments.get("context")

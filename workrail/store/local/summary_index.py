@@ -2,7 +2,7 @@
 (with an FTS5 table for text) in `<data>/index/sessions.sqlite3`.
 
 Truth stays in the logs. Each row remembers the identity (inode, size, mtime) of the
-session's manifest and lifecycle record it was projected from; before answering, the
+session's manifest, lifecycle record and newest segment it was projected from; before answering, the
 index compares those with one `stat` each and re-projects what changed, drops what was
 deleted and adds what is new — so a session written by another process (ours or the
 reference's) is never listed stale. Appends made in this process update their row at once
@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import sqlite3
 import threading
 from collections.abc import Collection, Iterator, Mapping
@@ -33,6 +34,7 @@ from returns.result import Failure, Result, Success
 
 from workrail.core.ids import is_session_id
 from workrail.core.lifecycle import SessionLifecycle
+from workrail.core.manifest import SegmentClosed
 from workrail.core.summary import PROJECTION_VERSION, SessionSummary
 from workrail.core.text import tokens
 from workrail.store.errors import StoreError
@@ -51,7 +53,7 @@ from workrail.store.summaries import SummaryProjector
 
 log = logging.getLogger("workrail.store.index")
 
-INDEX_SCHEMA: Final = 1
+INDEX_SCHEMA: Final = 2
 INDEX_RELPATH: Final = Path("index") / "sessions.sqlite3"
 BOOT_ID: Final = Path("/proc/sys/kernel/random/boot_id")
 
@@ -141,15 +143,24 @@ class LocalSessionQuery:
 
     # --- identities ------------------------------------------------------------------
 
-    def identity(self, session_id: str) -> Identity | None:
-        """None when the session has no manifest (absent, or being created)."""
+    def identity(self, session_id: str, segment: str | None) -> Identity | None:
+        """What the row of a session was projected from: the identities of its manifest,
+        its lifecycle record and its newest segment (so damage to the latest append is
+        noticed too); None when the session has no manifest (absent, or being created)."""
         session_dir = self._layout.sessions_dir / session_id
         manifest = _stat_identity(session_dir / "manifest.jsonl")
         if manifest is None:
             return None
-        return f"{manifest}/{_stat_identity(session_dir / LIFECYCLE_FILE) or '-'}"
+        lifecycle = _stat_identity(session_dir / LIFECYCLE_FILE) or "-"
+        if segment is None or not _SEGMENT_RE.match(segment):
+            return f"{manifest}/{lifecycle}/-"
+        return f"{manifest}/{lifecycle}/{segment}@{_stat_identity(session_dir / segment) or '-'}"
 
-    def _scan(self) -> _Disk:
+    def fresh_identity(self, session_id: str) -> Identity | None:
+        return self.identity(session_id, _newest_segment(self._layout.sessions_dir / session_id))
+
+    def _scan(self, known: dict[str, str]) -> _Disk:
+        """The identity of every session now, each taken the way its row was (`known`)."""
         try:
             names = os.listdir(self._layout.sessions_dir)
         except FileNotFoundError:
@@ -159,7 +170,7 @@ class LocalSessionQuery:
         found: dict[str, Identity] = {}
         for name in names:
             if is_session_id(name):
-                ident = self.identity(name)
+                ident = self.identity(name, _segment_in(known.get(name)))
                 if ident is not None:
                     found[name] = ident
         return _Disk(found)
@@ -240,7 +251,7 @@ class LocalSessionQuery:
         for attempt in (1, 2):
             try:
                 conn = self._open()
-                self._sync(conn, self._scan())
+                self._sync(conn)
                 return conn
             except sqlite3.OperationalError:
                 raise
@@ -254,20 +265,20 @@ class LocalSessionQuery:
     def _reader(self) -> sqlite3.Connection:
         """A connection that reflects the disk now without writing anything: the index
         itself when it is current, else an in-memory copy brought up to date."""
-        disk = self._scan()
         source = self._open_readonly()
         if source is None:
             memory = _empty_memory()
         else:
             try:
-                stale: bool | None = _stale(source, disk)
+                rows = _rows(source)
+                stale: bool | None = rows != self._scan(rows).identities
             except sqlite3.DatabaseError:
                 stale = None
             if stale is False:
                 return source
             memory = _empty_memory() if stale is None else _copy(source)
             source.close()
-        self._sync(memory, disk)
+        self._sync(memory)
         return memory
 
     def _open_readonly(self) -> sqlite3.Connection | None:
@@ -290,18 +301,25 @@ class LocalSessionQuery:
 
     # --- keeping rows current ----------------------------------------------------------
 
-    def _sync(self, conn: sqlite3.Connection, disk: _Disk) -> None:
-        rows = dict(conn.execute("SELECT session_id, identity FROM summaries").fetchall())
+    def _sync(self, conn: sqlite3.Connection) -> None:
+        rows = _rows(conn)
+        disk = self._scan(rows)
         changed = [sid for sid, ident in disk.identities.items() if rows.get(sid) != ident]
         gone = [sid for sid in rows if sid not in disk.identities]
         for sid in gone:
             _delete_row(conn, sid)
         for sid in sorted(changed):
-            self._refresh(conn, sid, disk.identities[sid])
+            self._refresh(conn, sid)
         if changed or gone:
             conn.commit()
 
-    def _refresh(self, conn: sqlite3.Connection, session_id: str, ident: Identity) -> None:
+    def _refresh(self, conn: sqlite3.Connection, session_id: str) -> None:
+        """Project the session as it is now; its identity is taken first, so a write
+        that lands meanwhile makes the row look stale next time, never current."""
+        ident = self.fresh_identity(session_id)
+        if ident is None:
+            _delete_row(conn, session_id)
+            return
         loaded = self._projector.load(self._sessions, self._lifecycles, session_id)
         if isinstance(loaded, Failure):
             raise IndexUnavailable(loaded.failure().message)
@@ -317,7 +335,9 @@ class LocalSessionQuery:
         try:
             with self._mutex:
                 conn = self._open()
-                ident = self.identity(session_id)
+                closed = [r for r in session_log.manifest if isinstance(r, SegmentClosed)]
+                segment = closed[-1].segmentRelPath if closed else None
+                ident = self.identity(session_id, segment)
                 if ident is None:
                     return
                 lifecycle = self._lifecycles.get(session_id).value_or(SessionLifecycle())
@@ -339,7 +359,7 @@ class LocalSessionQuery:
                 row = conn.execute(
                     "SELECT record FROM summaries WHERE session_id = ?", (session_id,)
                 ).fetchone()
-                ident = self.identity(session_id)
+                ident = self.fresh_identity(session_id)
                 summary = None if row is None else SessionSummary.from_record(json.loads(row[0]))
                 if summary is None or ident is None:
                     return  # the next query projects it
@@ -483,13 +503,13 @@ class LocalSessionQuery:
             }
             touched = False
             for sid in session_ids:
-                ident = self.identity(sid)
                 stored = rows[sid][0] if rows[sid] is not None else None
+                ident = self.identity(sid, _segment_in(stored))
                 if ident is None and stored is not None:
                     _delete_row(conn, sid)
                     touched = True
                 elif ident is not None and ident != stored:
-                    self._refresh(conn, sid, ident)
+                    self._refresh(conn, sid)
                     touched = True
             if touched:
                 conn.commit()
@@ -525,9 +545,44 @@ def _meta(conn: sqlite3.Connection) -> list[tuple[str, str]]:
         return []
 
 
-def _stale(conn: sqlite3.Connection, disk: _Disk) -> bool:
-    rows = dict(conn.execute("SELECT session_id, identity FROM summaries").fetchall())
-    return rows != disk.identities
+def _rows(conn: sqlite3.Connection) -> dict[str, str]:
+    return {str(k): str(v) for k, v in conn.execute("SELECT session_id, identity FROM summaries")}
+
+
+_SEGMENT_RE: Final = re.compile(r"^events/\d{8,}-\d{8,}\.jsonl$")
+
+
+def _segment_in(identity: str | None) -> str | None:
+    """The segment an identity was taken with (the third part, before its '@')."""
+    if not identity:
+        return None
+    parts = identity.split("/", 2)
+    if len(parts) < 3 or parts[2] == "-":
+        return None
+    return parts[2].rsplit("@", 1)[0]
+
+
+def _newest_segment(session_dir: Path) -> str | None:
+    """The segment the manifest's last `segment_closed` names, from the file's tail."""
+    try:
+        with open(session_dir / "manifest.jsonl", "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 16384))
+            tail = f.read()
+    except OSError:
+        return None
+    for line in reversed(tail.splitlines()):
+        if b'"segment_closed"' not in line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        path = record.get("segmentRelPath") if isinstance(record, dict) else None
+        if isinstance(path, str) and _SEGMENT_RE.match(path):
+            return path
+    return None
 
 
 def _parse(record: str) -> SessionSummary:

@@ -1,0 +1,101 @@
+"""Export and import as engine use cases: a session (by id, unique id prefix, or any of its
+state tokens) out as a bundle, a bundle in as a new session with fresh tokens.
+
+Bundle failures keep their own closed set of codes (`BUNDLE_*`, `EXPORT_*`, `IMPORT_*`):
+whoever holds a bad bundle needs to know which check failed and where.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from returns.result import Failure, Result, Success
+
+from workrail.bundle.errors import BundleError
+from workrail.bundle.export import bundle_bytes, export_session, new_bundle_id, utc_now
+from workrail.bundle.import_ import ImportResult, import_validated
+from workrail.bundle.models import Bundle
+from workrail.bundle.validate import validate_bytes
+from workrail.core.ids import is_session_id
+from workrail.engine.deps import EngineDeps
+from workrail.engine.errors import EngineError
+from workrail.engine.sessions import resolve_id
+
+if TYPE_CHECKING:
+    from workrail.engine.api import Engine
+
+
+@dataclass(frozen=True)
+class Exported:
+    bundle: Bundle
+    data: bytes
+    """The bundle file's bytes."""
+
+    def summary_json(self) -> dict[str, Any]:
+        session = self.bundle.session
+        out: dict[str, Any] = {
+            "sessionId": session.sessionId,
+            "bundleId": self.bundle.bundleId,
+            "eventCount": len(session.events),
+            "snapshotCount": len(session.snapshots),
+            "pinnedWorkflowCount": len(session.pinnedWorkflows),
+            "bytes": len(self.data),
+            "complete": self.bundle.salvage is None,
+        }
+        if self.bundle.salvage is not None:
+            out["salvage"] = self.bundle.salvage.to_json()
+        return out
+
+
+def export(
+    deps: EngineDeps, session_ref: str, *, app_version: str
+) -> Result[Exported, BundleError | EngineError]:
+    """`session_ref`: a session id, a unique start of one, or a state token."""
+    if "." in session_ref:  # tokens carry dots, session ids never do
+        parsed = deps.codec.parse_state(session_ref)
+        if isinstance(parsed, Failure):
+            err = parsed.failure()
+            return Failure(
+                EngineError(err.code, err.message, details={"suggestion": err.suggestion})
+            )
+        session_id = parsed.unwrap().session_id
+    elif is_session_id(session_ref):
+        session_id = session_ref  # export_session says what is wrong with it, if anything
+    else:
+        resolved = resolve_id(deps, session_ref)
+        if isinstance(resolved, Failure):
+            return Failure(resolved.failure())
+        session_id = resolved.unwrap()
+    exported = export_session(
+        deps,
+        session_id,
+        bundle_id=new_bundle_id(),
+        exported_at=utc_now(),
+        app_version=app_version,
+    )
+    if isinstance(exported, Failure):
+        return Failure(exported.failure())
+    bundle = exported.unwrap()
+    return Success(Exported(bundle, bundle_bytes(bundle)))
+
+
+@dataclass(frozen=True)
+class Imported:
+    result: ImportResult
+    tokens: dict[str, Any]
+    """`{sessionId, renamed, runs: [...]}` with fresh tokens per run (engine.imported)."""
+
+
+def import_bytes(engine: Engine, raw: bytes) -> Result[Imported, BundleError]:
+    """Validate everything before the store is touched, then store and mint tokens."""
+    from workrail.engine.imported import tokens_for_import
+
+    validated = validate_bytes(raw)
+    if isinstance(validated, Failure):
+        return Failure(validated.failure())
+    stored = import_validated(engine.deps, validated.unwrap())
+    if isinstance(stored, Failure):
+        return Failure(stored.failure())
+    result = stored.unwrap()
+    return Success(Imported(result, tokens_for_import(engine, result)))

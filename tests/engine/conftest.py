@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Callable, Sequence
@@ -62,17 +63,13 @@ def engine_over(
     entropy: Callable[[int], bytes] | None = None,
 ) -> Engine:
     """The engine over any backend (optionally with reproducible ids)."""
-    deps = EngineDeps(
-        sessions=backend.sessions,
-        snapshots=backend.snapshots,
-        pinned=backend.pinned,
-        catalog=DirCatalog(workflows or REFERENCE / "workflows"),
-        codec=TokenCodec(backend.keyring.load().unwrap()),
-        lifecycle=backend.lifecycle,
-        query=backend.query,
-        watch=backend.watch,
-        **({} if entropy is None else {"entropy": entropy}),
+    deps = EngineDeps.over(
+        backend,
+        DirCatalog(workflows or REFERENCE / "workflows"),
+        TokenCodec(backend.keyring.load().unwrap()),
     )
+    if entropy is not None:
+        deps = dataclasses.replace(deps, entropy=entropy)
     return Engine(deps)
 
 

@@ -106,9 +106,9 @@ def test_events_since_pages_and_reports_gaps(engine: Engine, data_dir: Path) -> 
 
 def _git_repo(path: Path) -> str:
     path.mkdir()
-    run = lambda *a: subprocess.run(  # noqa: E731
-        ["git", *a], cwd=path, check=True, capture_output=True, text=True
-    )
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", *args], cwd=path, check=True, capture_output=True, text=True)
     run("init", "-q", "-b", "feature/resume")
     (path / "f.txt").write_text("x")
     run("add", "f.txt")

@@ -8,7 +8,7 @@ whoever holds a bad bundle needs to know which check failed and where.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from returns.result import Failure, Result, Success
 
@@ -20,10 +20,8 @@ from workrail.bundle.validate import validate_bytes
 from workrail.core.ids import is_session_id
 from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError
+from workrail.engine.imported import Engine, tokens_for_import
 from workrail.engine.sessions import resolve_id
-
-if TYPE_CHECKING:
-    from workrail.engine.api import Engine
 
 
 @dataclass(frozen=True)
@@ -89,8 +87,6 @@ class Imported:
 
 def import_bytes(engine: Engine, raw: bytes) -> Result[Imported, BundleError]:
     """Validate everything before the store is touched, then store and mint tokens."""
-    from workrail.engine.imported import tokens_for_import
-
     validated = validate_bytes(raw)
     if isinstance(validated, Failure):
         return Failure(validated.failure())

@@ -8,12 +8,25 @@ and renders the pending step, so an imported run continues exactly as a rehydrat
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
-from returns.result import Failure
+from returns.result import Failure, Result
 
 from workrail.bundle.import_ import ImportResult
-from workrail.engine.api import Engine
+from workrail.engine.deps import EngineDeps
+from workrail.engine.errors import EngineError
+
+
+class Engine(Protocol):
+    """What minting tokens for an import needs of the engine (kept a protocol so the
+    engine facade can call this module without a cycle)."""
+
+    @property
+    def deps(self) -> EngineDeps: ...
+
+    def rehydrate(
+        self, state_token: str, context: dict[str, Any] | None = None
+    ) -> Result[dict[str, Any], EngineError]: ...
 
 _FROM_REHYDRATE = ("ackToken", "checkpointToken", "continueToken")
 

@@ -165,7 +165,7 @@ def test_events_follow_prints_new_appends(data_dir: Path) -> None:
         ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         text=True,
         env={**os.environ, "WORKFLOW_STORAGE_PATH": ""},
     )
@@ -184,8 +184,11 @@ def test_events_follow_prints_new_appends(data_dir: Path) -> None:
     reader.start()
     try:
         engine.advance(r["stateToken"], r["ackToken"], notes_markdown="followed").unwrap()
-        assert got_all.wait(timeout=30), (seen, child.stderr)
+        assert got_all.wait(timeout=30), seen
         assert [e["eventIndex"] for e in seen] == list(range(8))
     finally:
         child.terminate()
         child.wait(timeout=30)
+        reader.join(timeout=30)
+        assert child.stdout is not None
+        child.stdout.close()

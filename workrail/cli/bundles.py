@@ -20,6 +20,7 @@ from workrail.bundle.export import bundle_bytes, export_session, new_bundle_id, 
 from workrail.bundle.import_ import import_validated, read_bundle_file
 from workrail.bundle.validate import validate_bytes
 from workrail.cli.context import Cli
+from workrail.core.wording import counted
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -93,9 +94,11 @@ def run_export(cli: Cli) -> int:
     else:
         where = args.output or "stdout"
         summary_to.write(
-            f"Exported {bundle.session.sessionId} to {where}: {len(bundle.session.events)} "
-            f"events, {len(bundle.session.snapshots)} snapshots, "
-            f"{len(bundle.session.pinnedWorkflows)} pinned workflows ({len(data)} bytes).\n"
+            f"Exported {bundle.session.sessionId} to {where}: "
+            f"{counted(len(bundle.session.events), 'event')}, "
+            f"{counted(len(bundle.session.snapshots), 'snapshot')}, "
+            f"{counted(len(bundle.session.pinnedWorkflows), 'pinned workflow')} "
+            f"({counted(len(data), 'byte')}).\n"
         )
         if salvage is not None:
             summary_to.write(
@@ -135,9 +138,10 @@ def run_import(cli: Cli, stdin: Any = None) -> int:
         else ""
     )
     out.write(
-        f"Imported session {imported.session_id}{how}: {imported.event_count} events, "
-        f"{imported.snapshot_count} snapshots, {imported.pinned_workflow_count} pinned "
-        "workflows.\n"
+        f"Imported session {imported.session_id}{how}: "
+        f"{counted(imported.event_count, 'event')}, "
+        f"{counted(imported.snapshot_count, 'snapshot')}, "
+        f"{counted(imported.pinned_workflow_count, 'pinned workflow')}.\n"
     )
     if imported.salvage is not None:
         out.write(

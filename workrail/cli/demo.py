@@ -21,11 +21,8 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anyio
-from mcp import Client, StdioServerParameters
-from mcp.types import CallToolResult
 from returns.result import Success
 from rich.console import Console
 from rich.markup import escape
@@ -35,6 +32,10 @@ from workrail.cli.context import Cli
 from workrail.config import DATA_DIR_ENV, STORE_URL_ENV, load_config
 from workrail.engine.sessions_view import load_session
 from workrail.store.ports import Backend
+
+if TYPE_CHECKING:  # the MCP client is imported only when the demo runs
+    from mcp import Client, StdioServerParameters
+    from mcp.types import CallToolResult
 
 WORKFLOW_ID = "coding-task"
 
@@ -284,6 +285,8 @@ def demo_backend(data_dir: Path) -> Backend:
 
 
 def _server_params(base: Mapping[str, str], data_dir: Path) -> StdioServerParameters:
+    from mcp import StdioServerParameters
+
     return StdioServerParameters(
         command=sys.executable, args=["-m", "workrail", "mcp"], env=demo_env(base, data_dir)
     )
@@ -292,6 +295,8 @@ def _server_params(base: Mapping[str, str], data_dir: Path) -> StdioServerParame
 async def drive(report: Report, base_env: Mapping[str, str]) -> str:
     """Run the script against a fresh server; checks accumulate in `report` as they pass,
     so a failure still leaves the checks made so far."""
+    from mcp import Client
+
     async with Client(_server_params(base_env, report.data_dir)) as client:
         return await _script(client, report)
 
@@ -364,6 +369,8 @@ def run_demo(cli: Cli) -> int:
     report = Report(console, data_dir)
     failure: str | None = None
     try:
+        import anyio
+
         anyio.run(drive, report, cli.env)
     except Exception as exc:  # a failed check, or the server or transport broke
         failure = _reason(exc)

@@ -22,6 +22,7 @@ from rich.tree import Tree
 from workrail.cli.context import Cli, CliExit
 from workrail.core.errors import envelope
 from workrail.core.summary import RUN_STATUSES, SessionSummary
+from workrail.core.wording import counted
 from workrail.engine.lifecycle import LifecycleChange, PruneRequest
 from workrail.engine.sessions import ListRequest, SessionList
 from workrail.engine.sessions_view import (
@@ -193,7 +194,7 @@ def session_tree(view: SessionView) -> Tree:
     """The run DAG as a rich tree: nodes, edge kinds, checkpoints, forks, tips and notes."""
     root = Tree(
         f"[bold]{view.session_id}[/]  {escape(view.workflow_id)}  [cyan]{escape(view.status)}[/]  "
-        f"({view.event_count} events)"
+        f"({counted(view.event_count, 'event')})"
     )
     for run in view.runs:
         branch = root.add(

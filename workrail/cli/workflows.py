@@ -9,6 +9,7 @@ from typing import Any, TextIO
 
 from returns.result import Failure
 
+from workrail.core.wording import counted
 from workrail.workflow.catalog import (
     Catalog,
     InvalidWorkflow,
@@ -89,7 +90,7 @@ def run_validate(args: argparse.Namespace, out: TextIO, as_json: bool) -> int:
             if isinstance(r, LoadedWorkflow):
                 out.write(f"OK       {r.path}  ({r.workflow_id}, {r.pinned().workflow_hash()})\n")
             else:
-                out.write(f"INVALID  {r.path}  ({len(r.problems)} problem(s))\n")
+                out.write(f"INVALID  {r.path}  ({counted(len(r.problems), 'problem')})\n")
                 for p in r.problems:
                     out.write(f"    {p.code}  {p.line()}\n")
         valid = sum(isinstance(r, LoadedWorkflow) for r in results)

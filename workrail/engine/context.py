@@ -51,7 +51,8 @@ def validate_context(tool: str, context: Any) -> Result[dict[str, Any], EngineEr
         return Failure(
             error(
                 "VALIDATION_ERROR",
-                f"context uses reserved key(s) {reserved} for {tool}.",
+                f"context uses reserved {'key' if len(reserved) == 1 else 'keys'} {reserved} for "
+                f"{tool}.",
                 "Rename these keys; __proto__, constructor and prototype are reserved.",
                 kind="context_reserved_key",
                 keys=reserved,

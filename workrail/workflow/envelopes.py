@@ -14,6 +14,7 @@ from pydantic.alias_generators import to_camel
 from returns.result import Failure, Result, Success
 
 from workrail.core.canonical import canonical_bytes, canonical_digest
+from workrail.core.wording import counted
 from workrail.workflow.errors import WorkflowError
 
 LOOP_PREVIEW_PROMPT: Final = (
@@ -118,7 +119,7 @@ def parse_envelope(data: Any) -> Result[PinnedWorkflow | PreviewWorkflow, Workfl
         return Failure(
             WorkflowError(
                 "INVALID_ENVELOPE",
-                f"stored compiled workflow is malformed ({exc.error_count()} problem(s)); "
+                f"stored compiled workflow is malformed ({counted(exc.error_count(), 'problem')}); "
                 "re-pin the workflow with start_workflow",
             )
         )

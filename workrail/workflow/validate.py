@@ -16,6 +16,7 @@ from jsonschema.exceptions import ValidationError
 from returns.result import Failure, Result, Success
 
 from workrail.core.canonical import CanonicalJsonError, canonical_bytes
+from workrail.core.wording import counted
 from workrail.workflow.definition import LOOP_CONTROL_CONTRACT
 from workrail.workflow.errors import Problem
 from workrail.workflow.jsvalues import compile_js_regex
@@ -180,7 +181,9 @@ def _schema_fix(validator: str, value: Any) -> str:
     fixes: dict[str, str] = {
         "type": f"use a value of type {value}",
         "pattern": f"make the text match {value}",
-        "minLength": f"use at least {value} character(s)",
+        "minLength": f"use at least {counted(value, 'character')}"
+        if isinstance(value, int)
+        else "use a longer text",
         "maxLength": f"shorten it to at most {value} characters",
         "minimum": f"use a number ≥ {value}",
         "maximum": f"use a number ≤ {value}",
@@ -188,7 +191,9 @@ def _schema_fix(validator: str, value: Any) -> str:
         if isinstance(value, list)
         else "use an allowed value",
         "const": f"set it to {json.dumps(value)}",
-        "minItems": f"provide at least {value} item(s)",
+        "minItems": f"provide at least {counted(value, 'item')}"
+        if isinstance(value, int)
+        else "provide more items",
         "uniqueItems": "remove the duplicate entries",
         "oneOf": "make it match exactly one allowed shape (see the workflow schema)",
     }

@@ -34,6 +34,8 @@ class Block:
     language: str
     text: str
     runnable: bool
+    info: str = ""
+    """The fence's whole info string (`json effect_checkpoint call`)."""
 
     @property
     def where(self) -> str:
@@ -49,16 +51,16 @@ def blocks_of(path: Path) -> list[Block]:
         if opened is None:
             i += 1
             continue
-        fence, language = opened["fence"], opened["info"].strip().split(" ")[0]
+        fence, info = opened["fence"], opened["info"].strip()
+        language = info.split(" ")[0]
         previous = next((s.strip() for s in reversed(lines[:i]) if s.strip()), "")
         body: list[str] = []
         j = i + 1
         while j < len(lines) and not lines[j].strip().startswith(fence):
             body.append(lines[j])
             j += 1
-        found.append(
-            Block(path, i + 1, language, "\n".join(body) + "\n", not NOT_RUNNABLE.match(previous))
-        )
+        runnable = not NOT_RUNNABLE.match(previous)
+        found.append(Block(path, i + 1, language, "\n".join(body) + "\n", runnable, info))
         i = j + 1
     return found
 

@@ -5,7 +5,8 @@ A fenced `bash`/`sh` block is run unless the line before it is
 `<!-- not runnable: why -->` (a server that never returns, an installer, this very suite).
 The blocks of one file run in order, in one scratch directory with its own HOME and data
 directory and the repository's `workflows/` beside it, with `workrail` on PATH, offline;
-a block passes when it exits 0. So a tutorial can build on its earlier blocks.
+a block passes when it exits 0, and when a `text` block follows it directly, that block is
+what it must print. So a tutorial can build on its earlier blocks, and shows true output.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ class Block:
     runnable: bool
     info: str = ""
     """The fence's whole info string (`json effect_checkpoint call`)."""
+    end: int = 0
+    """The line of the closing fence."""
 
     @property
     def where(self) -> str:
@@ -60,7 +63,8 @@ def blocks_of(path: Path) -> list[Block]:
             body.append(lines[j])
             j += 1
         runnable = not NOT_RUNNABLE.match(previous)
-        found.append(Block(path, i + 1, language, "\n".join(body) + "\n", runnable, info))
+        text = "\n".join(body) + "\n"
+        found.append(Block(path, i + 1, language, text, runnable, info, end=j + 1))
         i = j + 1
     return found
 
@@ -120,7 +124,8 @@ def test_shell_examples_run(path: Path, tmp_path: Path) -> None:
     (scratch / "home").mkdir(parents=True)
     (scratch / "workflows").symlink_to(ROOT / "workflows")
     env = _sandbox_env(scratch)
-    for block in blocks_of(path):
+    blocks = blocks_of(path)
+    for n, block in enumerate(blocks):
         if block.language not in SHELL or not block.runnable:
             continue
         done = subprocess.run(
@@ -137,6 +142,21 @@ def test_shell_examples_run(path: Path, tmp_path: Path) -> None:
             f"--- stdout\n{done.stdout}--- stderr\n{done.stderr}\n"
             "Fix the example, or mark it `<!-- not runnable: why -->` on the line before it."
         )
+        shown = _shown_output(path, block, blocks[n + 1] if n + 1 < len(blocks) else None)
+        if shown is not None:
+            assert done.stdout == shown, (
+                f"{block.where}: the output shown below the example is not what it prints.\n"
+                f"--- shown\n{shown}--- printed\n{done.stdout}"
+            )
+
+
+def _shown_output(path: Path, block: Block, following: Block | None) -> str | None:
+    """The `text` block right after `block` (nothing but blank lines between), if any."""
+    if following is None or following.language != "text":
+        return None
+    lines = path.read_text(encoding="utf-8").splitlines()
+    between = lines[block.end : following.line - 1]
+    return following.text if all(not line.strip() for line in between) else None
 
 
 def test_the_block_reader_sees_markers() -> None:

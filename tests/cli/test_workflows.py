@@ -33,6 +33,7 @@ def test_validate_reports_problems_and_json() -> None:
     assert code == 1
     assert "INVALID" in text and "DUPLICATE_STEP_ID" in text and "1/2 valid" in text
     assert "problems)" in text and "problem(s)" not in text
+    assert text.rstrip().splitlines()[-1].startswith("Next: fix each problem")
     code, text = run("validate", str(CORPUS / "unknown-loop-body.json"))
     assert code == 1 and "(1 problem)" in text
     code, text = run("validate", "--json", str(CORPUS / "unknown-loop-body.json"))

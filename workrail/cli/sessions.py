@@ -324,7 +324,7 @@ def run_delete(cli: Cli) -> int:
     ids = [_engine_result(cli, engine.resolve_session(text)) for text in cli.args.session_ids]
     if not cli.args.yes:
         listed = "\n".join(f"  {sid}" for sid in ids)
-        if not _confirm(cli, f"Delete {len(ids)} session(s) for good?\n{listed}\n"):
+        if not _confirm(cli, f"Delete {counted(len(ids), 'session')} for good?\n{listed}\n"):
             cli.err.write("Nothing was deleted.\n")
             return 1
     change = _engine_result(cli, engine.delete_sessions(ids))
@@ -353,7 +353,7 @@ def run_prune(cli: Cli) -> int:
     console = cli.console()
     doing = "Would delete" if report.dry_run else "Deleted"
     deleted = [s.session_id for s in report.selected] if report.dry_run else report.deleted
-    console.print(f"{doing} {len(deleted)} session(s) older than {args.older_than}:")
+    console.print(f"{doing} {counted(len(deleted), 'session')} older than {args.older_than}:")
     for sid in deleted:
         console.print(f"  {sid}", soft_wrap=True)
     for sid in report.busy:
@@ -364,11 +364,17 @@ def run_prune(cli: Cli) -> int:
     else:
         verb = "Would collect" if report.dry_run else "Collected"
         console.print(
-            f"{verb} {len(collected.snapshots)} snapshot(s) and "
-            f"{len(collected.pinned_workflows)} pinned workflow(s) no kept session uses."
+            f"{verb} {counted(len(collected.snapshots), 'snapshot')} and "
+            f"{counted(len(collected.pinned_workflows), 'pinned workflow')} no kept session "
+            "uses."
         )
     if report.dry_run:
         console.print("Nothing was changed (--dry-run).", style="dim")
+    if report.busy:
+        console.print(
+            "Next: run the same command again once those sessions are no longer being written.",
+            soft_wrap=True,
+        )
     return 1 if report.busy else 0
 
 
@@ -379,7 +385,7 @@ def run_reindex(cli: Cli) -> int:
     if cli.as_json:
         cli.print_json({"ok": True, "sessions": count.unwrap()})
     else:
-        cli.console().print(f"Rebuilt the session index: {count.unwrap()} sessions.")
+        cli.console().print(f"Rebuilt the session index: {counted(count.unwrap(), 'session')}.")
     return 0
 
 
@@ -450,7 +456,8 @@ def unknown_arguments(
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6) if name else []
     hint = f"Did you mean {close[0]}? " if close else ""
     what = (
-        f"Unknown argument(s) for workrail sessions: {' '.join(unknown)}"
+        f"Unknown {'argument' if len(unknown) == 1 else 'arguments'} for workrail sessions: "
+        f"{' '.join(unknown)}"
         if unknown or problem is None
         else f"workrail sessions: {problem}"
     )

@@ -95,6 +95,13 @@ def run_validate(args: argparse.Namespace, out: TextIO, as_json: bool) -> int:
                     out.write(f"    {p.code}  {p.line()}\n")
         valid = sum(isinstance(r, LoadedWorkflow) for r in results)
         out.write(f"{valid}/{len(results)} valid\n")
+        if missing:
+            out.write("Next: check the paths above, then run `workrail validate` again.\n")
+        elif not ok:
+            out.write(
+                "Next: fix each problem at its JSON path (its fix follows the dash), then run "
+                "`workrail validate` again.\n"
+            )
     if missing:
         return 2
     return 0 if ok else 1
@@ -209,6 +216,7 @@ def run_show(
     compiled = workflow.compile()
     if isinstance(compiled, Failure):
         out.write(f"cannot compile {workflow.path}: {compiled.failure().message}\n")
+        out.write(f"Next: run `workrail validate {workflow.path}` and fix what it reports.\n")
         return 1
     return _show(args, workflow, compiled.unwrap(), out, as_json)
 

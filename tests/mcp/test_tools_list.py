@@ -34,6 +34,7 @@ async def test_tools_have_reference_names_annotations_and_strict_schemas(client:
         "checkpoint_workflow",
         "export_session",
         "import_session",
+        "resume_session",
     ]
     expected = {  # (readOnly, destructive, idempotent), spec 00 §3; then issue #6's two
         "list_workflows": (True, False, True),
@@ -43,6 +44,7 @@ async def test_tools_have_reference_names_annotations_and_strict_schemas(client:
         "checkpoint_workflow": (False, False, True),
         "export_session": (True, False, True),
         "import_session": (False, False, False),
+        "resume_session": (True, False, True),  # issue #11: read-only, idempotent
     }
     for name, tool in tools.items():
         a = tool.annotations

@@ -82,7 +82,7 @@ def http_server(data_dir: Path) -> Iterator[str]:
 async def test_streamable_http_on_loopback(http_server: str) -> None:
     async with Client(http_server) as client:
         tools = await client.list_tools()
-        assert len(tools.tools) == 8 and tools.tools[-1].name == "effect_checkpoint"
+        assert len(tools.tools) == 9 and tools.tools[-1].name == "effect_checkpoint"
         await _drive(client)
 
 

@@ -18,6 +18,7 @@ from workrail.engine import checkpoint as checkpoint_uc
 from workrail.engine import lifecycle as lifecycle_uc
 from workrail.engine import portable
 from workrail.engine import rehydrate as rehydrate_uc
+from workrail.engine import resume as resume_uc
 from workrail.engine import sessions as sessions_uc
 from workrail.engine import start as start_uc
 from workrail.engine import workflows as workflows_uc
@@ -210,6 +211,12 @@ class Engine:
         self, request: lifecycle_uc.PruneRequest
     ) -> Result[lifecycle_uc.PruneReport, EngineError]:
         return lifecycle_uc.prune(self.deps, request)
+
+    def resume_session(
+        self, request: resume_uc.ResumeRequest
+    ) -> Result[resume_uc.ResumeResult, EngineError]:
+        """Up to five runs the user may mean, best first, each with a fresh stateToken."""
+        return resume_uc.resume(self.deps, request)
 
     def export_session(
         self, session_ref: str, *, app_version: str

@@ -37,6 +37,7 @@ from workrail.mcp import catalog_surface
 from workrail.mcp.bundles import BundleToolError, export_tool, import_tool
 from workrail.mcp.normalize import normalize_arguments
 from workrail.mcp.raw_arguments import RawArguments
+from workrail.mcp.resume_tool import RESUME_SESSION, resume_handler
 from workrail.mcp.schemas import (
     CHECKPOINT_WORKFLOW,
     CONTINUE_WORKFLOW,
@@ -262,6 +263,7 @@ def build_server(engine: Engine, fence: FenceService | None = None) -> MCPServer
         (CHECKPOINT_WORKFLOW, tools.checkpoint_workflow),
         (EXPORT_SESSION, tools.export_session),
         (IMPORT_SESSION, tools.import_session),
+        (RESUME_SESSION, resume_handler(engine)),
     ]
     prebuilt = [_tool(spec, handler) for spec, handler in pairs]
     if fence is not None:

@@ -23,6 +23,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
 from workrail.engine.errors import EngineError
+from workrail.mcp.resume_tool import RESUME_SESSION
 from workrail.mcp.schemas import CONTINUE_WORKFLOW, TOOLS, ToolSpec
 
 ADVANCE_WITHOUT_ACK = (
@@ -70,10 +71,11 @@ def _without_free_subschemas(schema: Any) -> Any:
     return schema
 
 
+_ALL = (*TOOLS, RESUME_SESSION)
 _VALIDATORS: dict[str, Any] = {
-    spec.name: Draft202012Validator(_without_free_subschemas(spec.input_schema)) for spec in TOOLS
+    spec.name: Draft202012Validator(_without_free_subschemas(spec.input_schema)) for spec in _ALL
 }
-_SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in TOOLS}
+_SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in _ALL}
 # continue_workflow advertises no required field (a continueToken call needs neither);
 # without a continueToken the v1.4 fields are required, as the reference's schema says.
 _V1_CONTINUE = Draft202012Validator(

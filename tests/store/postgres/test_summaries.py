@@ -109,3 +109,18 @@ def test_a_failed_append_leaves_no_summary(pg_backend: PostgresBackend) -> None:
     )
     assert refused.failure().code == "SESSION_STORE_INVARIANT_VIOLATION"
     assert dict(pg_backend.query.get([chain.sess]).unwrap()) == {}
+
+
+def test_resume_session_ranks_the_same_on_postgres(pg_backend: PostgresBackend) -> None:
+    from workrail.engine.resume import ResumeRequest
+
+    engine = engine_over(pg_backend)
+    starts = [
+        engine.start_workflow("probe-flow", {"goal": goal}).unwrap()
+        for goal in ("Tune the tokenizer on postgres", "Write the changelog")
+    ]
+    wanted = engine.deps.codec.parse_state(starts[0]["stateToken"]).unwrap().session_id
+    found = engine.resume_session(ResumeRequest(query="tokenizer tuning postgres")).unwrap()
+    best = found.candidates[0].to_json()
+    assert best["sessionId"] == wanted and "matched_fuzzy" in best["whyMatched"]
+    assert engine.rehydrate(best["stateToken"]).unwrap()["pending"]["stepId"] == "plan"

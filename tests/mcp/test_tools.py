@@ -441,9 +441,9 @@ async def test_unexpected_exception_still_reaches_the_agent_as_an_envelope(
 
 
 async def test_unknown_tool_is_a_plain_error(client: Client) -> None:
-    result = await client.call_tool("delete_session", {})
+    result = await client.call_tool("delete_session", {})  # people delete; agents cannot
     assert result.is_error
-    assert result.content[0].text == "Unknown tool: delete_session"  # people delete, agents do not  # type: ignore[union-attr]
+    assert result.content[0].text == "Unknown tool: delete_session"  # type: ignore[union-attr]
 
 
 async def test_error_text_and_structured_content_agree(client: Client) -> None:

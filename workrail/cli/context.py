@@ -138,9 +138,9 @@ class Cli:
             retry = retry_of(error)
             when = ""
             if retry.kind == "retryable_immediate":
-                when = " (you can run the same command again now)"
+                when = " (retryable at once)"
             elif retry.after_seconds is not None:
-                when = f" (you can run the same command again in {retry.after_seconds} s)"
+                when = f" (retryable after {retry.after_seconds} s)"
             console.print(f"  Next: {suggestion_of(error)}{when}", markup=False, soft_wrap=True)
         return 2 if spec_of(code).input_fault else 1
 

@@ -388,13 +388,14 @@ def run_demo(cli: Cli) -> int:
     commands = look_commands(data_dir, session_id)
     cleaned = _clean(data_dir) if cli.args.clean and made else None
     if cleaned is not None:
-        console.print(f"[dim]--clean: {escape(cleaned)}[/]")
+        console.print(f"[dim]--clean: {escape(cleaned)}[/]", soft_wrap=True)
     else:
         console.print("\nThe session is kept. Look at it with:")
         for command in commands:
             console.print(f"  {command}", markup=False, soft_wrap=True)
         console.print(
-            f"[dim]`{escape(program())} demo --clean` removes a demo's data when it ends.[/]"
+            f"[dim]`{escape(program())} demo --clean` removes a demo's data when it ends.[/]",
+            soft_wrap=True,
         )
     if not ok:
         console.print(

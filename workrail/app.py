@@ -26,6 +26,9 @@ from workrail.workflow.catalog import Catalog, LoadedWorkflow
 from workrail.workflow.sources import DiscoveryConfig, discover
 
 if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+    from workrail.console.security import Guard
     from workrail.fence import FenceService
 
 
@@ -183,3 +186,16 @@ def open_fence(config: WorkrailConfig) -> Result[FenceService, StartupError]:
         return Failure(StartupError("CONFIG_INVALID", f"effect_checkpoint: {exc}"))
     except OSError as exc:
         return Failure(StartupError("FENCE_UNAVAILABLE", f"effect_checkpoint: {exc}"))
+
+
+def build_console(
+    config: WorkrailConfig, backend: Backend, guard: Guard, app_version: str
+) -> Starlette:
+    """The web console over `backend`: read pages straight from the store's ports, the
+    workflow catalog of `config`, write actions behind `guard`'s per-start secret. It
+    loads no keyring and mints no token, so opening it writes nothing."""
+    from workrail.console.deps import ConsoleDeps
+    from workrail.console.web import build_console as build_app
+
+    catalog = DiscoveredCatalog(config.discovery)
+    return build_app(ConsoleDeps(backend, catalog.catalog, guard, app_version))

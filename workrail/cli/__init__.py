@@ -18,6 +18,7 @@ from workrail import __version__
 from workrail.cli import (
     bundles,
     checkpoint,
+    console,
     demo,
     fence,
     keys,
@@ -70,7 +71,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"workrail {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     common = _global_flags(top_level=False)
-    for module in (servers, demo, workflows, bundles, fence, sessions, checkpoint, keys, migrate):
+    for module in (
+        servers,
+        console,
+        demo,
+        workflows,
+        bundles,
+        fence,
+        sessions,
+        checkpoint,
+        keys,
+        migrate,
+    ):
         module.register(subparsers, common)
     return parser
 

@@ -144,7 +144,7 @@ class SessionView:
         return out
 
 
-def _project(index: SessionIndex) -> list[RunView]:
+def project_runs(index: SessionIndex) -> list[RunView]:
     """Copy what the views need while the store guarantees a consistent index."""
     runs = []
     for run_id, info in index.runs.items():
@@ -185,7 +185,7 @@ def _project(index: SessionIndex) -> list[RunView]:
 
 
 def _from_log(log: SessionLog) -> tuple[int, list[RunView]]:
-    return log.count, _project(log.index)
+    return log.count, project_runs(log.index)
 
 
 def _from_prefix(events: tuple[DomainEvent, ...]) -> list[RunView]:
@@ -196,10 +196,10 @@ def _from_prefix(events: tuple[DomainEvent, ...]) -> list[RunView]:
             index.apply(event)
     except ProjectionError:
         return []
-    return _project(index)
+    return project_runs(index)
 
 
-def _fill_states(snapshots: SnapshotStore, runs: list[RunView]) -> None:
+def fill_states(snapshots: SnapshotStore, runs: list[RunView]) -> None:
     cache: dict[str, tuple[str, str | None]] = {}
     for run in runs:
         for node in run.nodes.values():
@@ -225,7 +225,7 @@ def _state_of(snapshots: SnapshotStore, ref: str) -> tuple[str, str | None]:
     return state.kind, None
 
 
-def _activity(sessions: SessionStore, session_id: str) -> str | None:
+def session_activity(sessions: SessionStore, session_id: str) -> str | None:
     moment: datetime | None = sessions.last_activity(session_id).value_or(None)
     return None if moment is None else moment.astimezone().isoformat(timespec="seconds")
 
@@ -244,7 +244,9 @@ def load_session(source: SessionSource, session_id: str) -> SessionView:
         )
         return view
     health = checked.unwrap()
-    view = SessionView(session_id, health.to_json(), 0, _activity(source.sessions, session_id), [])
+    view = SessionView(
+        session_id, health.to_json(), 0, session_activity(source.sessions, session_id), []
+    )
     if health.is_healthy:
         read = source.sessions.read(session_id, _from_log)
         if isinstance(read, Success):
@@ -255,7 +257,7 @@ def load_session(source: SessionSource, session_id: str) -> SessionView:
             view.event_count = len(prefix.unwrap().events)
             view.runs = _from_prefix(prefix.unwrap().events)
         view.prefix_only = True
-    _fill_states(source.snapshots, view.runs)
+    fill_states(source.snapshots, view.runs)
     return view
 
 

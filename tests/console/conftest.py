@@ -1,0 +1,197 @@
+"""A real console server (uvicorn on a loopback port, in a thread of the test process) over
+a real data directory, a real HTTP client, and Debian's Chromium driven by Playwright."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import shutil
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import uvicorn
+from returns.result import Success
+
+from tests.conftest import REFERENCE
+from tests.engine.conftest import make_engine
+from workrail.app import build_console, open_backend
+from workrail.config import Overrides, WorkrailConfig, load_config
+from workrail.console.security import Guard
+from workrail.engine.api import Engine
+from workrail.store.ports import Backend
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "console"
+
+
+def console_config(data_dir: Path, workflows: Path | None = None) -> WorkrailConfig:
+    home = data_dir.parent / "home"
+    home.mkdir(exist_ok=True)
+    loaded = load_config(
+        {},
+        Overrides(
+            data_dir=str(data_dir),
+            workflow_dirs=(str(workflows or REFERENCE / "workflows"),),
+        ),
+        home=home,
+        cwd=home,
+    )
+    assert isinstance(loaded, Success)
+    return loaded.unwrap()
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: dict[str, str]
+    body: str
+    cookies: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RunningConsole:
+    base_url: str
+    guard: Guard
+    backend: Backend
+    data_dir: Path
+    server: uvicorn.Server
+    thread: threading.Thread
+
+    @property
+    def host(self) -> str:
+        return urlsplit(self.base_url).netloc
+
+    @property
+    def secret_url(self) -> str:
+        return f"{self.base_url}/?secret={self.guard.secret}"
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Reply:
+        """A raw HTTP request, with whatever Host, Origin or Cookie the test says."""
+        parts = urlsplit(self.base_url)
+        conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port, timeout=10)
+        try:
+            sent = {"Host": self.host, **(headers or {})}
+            conn.request(method, path, body=body, headers=sent)
+            resp = conn.getresponse()
+            data = resp.read().decode("utf-8", "replace")
+            return Reply(
+                resp.status,
+                {k.lower(): v for k, v in resp.getheaders()},
+                data,
+                resp.headers.get_all("set-cookie") or [],
+            )
+        finally:
+            conn.close()
+
+    def get(self, path: str, **headers: str) -> Reply:
+        return self.request("GET", path, headers=headers)
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+def start_console(data_dir: Path, workflows: Path | None = None) -> RunningConsole:
+    config = console_config(data_dir, workflows)
+    backend = open_backend(config).unwrap()
+    guard = Guard.for_bind("127.0.0.1")
+    app = build_console(config, backend, guard, "test")
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app, log_config=None, log_level="warning", lifespan="off", timeout_graceful_shutdown=1
+        )
+    )
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    running = RunningConsole(f"http://127.0.0.1:{port}", guard, backend, data_dir, server, thread)
+    for _ in range(200):
+        if server.started:
+            break
+        threading.Event().wait(0.025)
+    assert server.started, "the console server did not start"
+    return running
+
+
+@pytest.fixture
+def engine(data_dir: Path) -> Engine:
+    return make_engine(data_dir)
+
+
+@pytest.fixture
+def console(data_dir: Path) -> Iterator[RunningConsole]:
+    running = start_console(data_dir)
+    yield running
+    running.stop()
+    running.backend.close()
+
+
+# --- the browser ---------------------------------------------------------------------------
+
+
+def _browser_unavailable(reason: str) -> None:
+    message = f"browser tests need Debian's chromium at {CHROMIUM}: {reason}"
+    if os.environ.get("CI") == "true":
+        pytest.fail(message + " (scripts/ci_services.sh installs it)")
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    if not Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is None:
+        _browser_unavailable("not installed")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError as exc:  # pragma: no cover - dev extra missing
+        _browser_unavailable(f"playwright is not installed ({exc})")
+    with sync_playwright() as pw:
+        try:
+            launched = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        except Exception as exc:
+            _browser_unavailable(f"it did not start ({exc})")
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1400, "height": 950}, accept_downloads=True)
+    context.set_default_timeout(10_000)
+    tab = context.new_page()
+    errors: list[str] = []
+    tab.on("pageerror", lambda exc: errors.append(str(exc)))
+    tab.errors = errors
+    yield tab
+    context.close()
+
+
+def screenshot(tab: Any, name: str) -> Path:
+    """Save a full-page screenshot as a test artifact (test-artifacts/ is not committed)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    tab.screenshot(path=str(path), full_page=True)
+    return path

@@ -1,0 +1,86 @@
+"""Sessions the console tests look at, made through the real engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tests.engine.helpers import ok
+from workrail.engine.api import Engine
+
+HOSTILE_NOTES = """# Findings <script>window.__pwned = 'script'</script>
+
+<img src=x onerror="window.__pwned = 'img'">
+
+[click me](javascript:window.__pwned='link') and [also](JAVASCRIPT:alert(1))
+
+<a href="#" onclick="window.__pwned='onclick'">inline handler</a>
+
+<iframe src="javascript:window.__pwned='iframe'"></iframe>
+
+![pixel](data:text/html,<script>window.__pwned='data'</script>)
+
+**bold** and a [safe link](https://example.com/docs).
+"""
+
+
+def sid_of(engine: Engine, state_token: str) -> str:
+    return engine.deps.codec.parse_state(state_token).unwrap().session_id
+
+
+def loop_control(decision: str) -> dict[str, Any]:
+    return {"kind": "wr.loop_control", "loopId": "review-loop", "decision": decision}
+
+
+def forked_blocked_looped(engine: Engine, notes: str = "Prepared the review.") -> str:
+    """loopctl-flow: prep; a fork from prep; review (checkpointed, one blocked attempt,
+    then continue); review again; stop; done pending."""
+    r = ok(engine.start_workflow("loopctl-flow", {"goal": "review the parser"}))
+    prep = ok(
+        engine.advance(
+            r["stateToken"], r["ackToken"], notes_markdown=notes, artifacts=[loop_control("continue")]
+        )
+    )
+    again = ok(engine.rehydrate(r["stateToken"]))
+    ok(
+        engine.advance(
+            r["stateToken"],
+            again["ackToken"],
+            notes_markdown="A second take on the prep.",
+            artifacts=[loop_control("continue")],
+        )
+    )
+    ok(engine.checkpoint(prep["checkpointToken"]))
+    blocked = ok(engine.advance(prep["stateToken"], prep["ackToken"], notes_markdown="forgot it"))
+    assert blocked["kind"] == "blocked", blocked
+    first = ok(
+        engine.advance(
+            blocked["stateToken"],
+            blocked["ackToken"],
+            notes_markdown="Reviewed once; **another pass** needed.",
+            artifacts=[loop_control("continue")],
+        )
+    )
+    second = ok(
+        engine.advance(
+            first["stateToken"],
+            first["ackToken"],
+            notes_markdown="Reviewed twice; done.",
+            artifacts=[loop_control("stop")],
+        )
+    )
+    assert second["pending"]["stepId"] == "done", second
+    return sid_of(engine, r["stateToken"])
+
+
+def started(engine: Engine, workflow: str = "probe-flow") -> tuple[str, dict[str, Any]]:
+    r = ok(engine.start_workflow(workflow))
+    return sid_of(engine, r["stateToken"]), r
+
+
+def damage_tail(data_dir: Path, session_id: str) -> None:
+    """Flip one byte in the newest segment: the session becomes corrupt_tail."""
+    segment = max((data_dir / "sessions" / session_id / "events").iterdir())
+    raw = bytearray(segment.read_bytes())
+    raw[10] ^= 0x01
+    segment.write_bytes(bytes(raw))

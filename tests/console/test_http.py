@@ -1,0 +1,206 @@
+"""The console over real HTTP: the guard (Host, secret, CSRF, Origin), error pages, bad
+filter values, damaged sessions, and that reading never writes."""
+
+from __future__ import annotations
+
+import json
+import re
+from urllib.parse import urlencode
+
+from tests.console.conftest import RunningConsole
+from tests.console.scenarios import damage_tail, forked_blocked_looped, started
+from tests.engine.helpers import ok, tree_digest
+from workrail.console.security import COOKIE_NAME
+from workrail.engine.api import Engine
+
+
+def _cookie(console: RunningConsole) -> str:
+    return f"{COOKIE_NAME}={console.guard.secret}"
+
+
+def _export(console: RunningConsole, sid: str, **overrides: str | None) -> tuple[int, str]:
+    headers = {
+        "Cookie": _cookie(console),
+        "Origin": console.base_url,
+        "Content-Type": "application/x-www-form-urlencoded",
+    }
+    form = {"csrf": console.guard.csrf}
+    for key, value in overrides.items():
+        if key == "csrf":
+            if value is None:
+                form.pop("csrf")
+            else:
+                form["csrf"] = value
+        elif value is None:
+            headers.pop(key.capitalize(), None)
+        else:
+            headers[key.capitalize()] = value
+    reply = console.request(
+        "POST", f"/sessions/{sid}/export", body=urlencode(form).encode(), headers=headers
+    )
+    return reply.status, reply.body
+
+
+def test_foreign_host_is_refused_everywhere(console: RunningConsole, engine: Engine) -> None:
+    sid, _ = started(engine)
+    for path in ("/", f"/sessions/{sid}", "/workflows", "/static/console.js", "/live"):
+        reply = console.get(path, Host="evil.example:3456")
+        assert reply.status == 421, path
+        assert "Host header refused" in reply.body
+    assert console.get("/", Host=f"localhost:{console.base_url.rsplit(':', 1)[1]}").status == 200
+    assert console.get("/", Host="[::1]:80").status == 200
+
+
+def test_secret_link_sets_a_strict_httponly_cookie_and_leaves_the_url(
+    console: RunningConsole,
+) -> None:
+    reply = console.get(f"/workflows?secret={console.guard.secret}&x=1")
+    assert reply.status == 303
+    assert reply.headers["location"].endswith("/workflows?x=1")
+    (cookie,) = reply.cookies
+    assert cookie.startswith(f"{COOKIE_NAME}={console.guard.secret};")
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/" in cookie
+    wrong = console.get("/?secret=not-the-secret")
+    assert wrong.status == 303 and wrong.cookies == []
+    assert "notice=bad-secret" in wrong.headers["location"]
+    shown = console.get("/?notice=bad-secret")
+    assert "not this console" in shown.body
+
+
+def test_pages_carry_security_headers(console: RunningConsole) -> None:
+    reply = console.get("/")
+    csp = reply.headers["content-security-policy"]
+    assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
+    assert "unsafe-inline" not in csp
+    assert reply.headers["x-content-type-options"] == "nosniff"
+    assert reply.headers["x-frame-options"] == "DENY"
+
+
+def test_export_needs_secret_csrf_and_origin(console: RunningConsole, engine: Engine) -> None:
+    sid = forked_blocked_looped(engine)
+    before = tree_digest(console.data_dir)
+    status, body = _export(console, sid, cookie=None)
+    assert status == 403 and "needs the console&#39;s secret" in body
+    status, body = _export(console, sid, cookie=f"{COOKIE_NAME}=guess")
+    assert status == 403
+    status, body = _export(console, sid, csrf=None)
+    assert status == 403 and "token is missing or stale" in body
+    status, body = _export(console, sid, csrf="forged")
+    assert status == 403
+    status, body = _export(console, sid, origin="http://evil.example")
+    assert status == 403 and "did not come from a page of this console" in body
+    status, body = _export(console, sid, origin=None)
+    assert status == 403, "no Origin and no Referer is refused"
+    status, body = _export(console, sid, origin=None, referer=f"{console.base_url}/sessions/{sid}")
+    assert status == 200, "a same-console Referer stands in for a missing Origin"
+    assert tree_digest(console.data_dir) == before, "a refused (or done) export writes nothing"
+    status, body = _export(console, sid)
+    assert status == 200
+    bundle = json.loads(body)
+    assert bundle["session"]["sessionId"] == sid and "salvage" not in bundle
+    assert console.request("GET", f"/sessions/{sid}/export").status == 405
+
+
+def test_unknown_ids_are_404_pages_with_a_way_back(console: RunningConsole, engine: Engine) -> None:
+    sid, _ = started(engine)
+    unknown = "sess_" + "a" * 26
+    for path in (
+        f"/sessions/{unknown}",
+        "/sessions/not-an-id",
+        "/sessions/..%2F..%2Fetc",
+        f"/sessions/{sid}/nodes/node_{'b' * 26}",
+        f"/sessions/{sid}/nodes/<script>",
+        f"/sessions/{unknown}/events",
+        "/workflows/no-such-workflow",
+        "/no/such/page",
+    ):
+        reply = console.get(path)
+        assert reply.status == 404, path
+        assert "Back to the sessions" in reply.body, path
+        assert "Traceback" not in reply.body and "<script>" not in reply.body
+
+
+def test_malformed_filters_are_ignored_with_a_notice(
+    console: RunningConsole, engine: Engine
+) -> None:
+    sid = forked_blocked_looped(engine)
+    query = "kind=node_created&kind=bogus_kind&since=abc&limit=999999&blocked=maybe"
+    reply = console.get(f"/sessions/{sid}/events?{query}")
+    assert reply.status == 200
+    for notice in (
+        "Ignored kind=&#39;bogus_kind&#39;: not an event kind.",
+        "Ignored since=&#39;abc&#39;: not a whole number.",
+        "Ignored limit=999999: must be between 1 and 1000.",
+        "Ignored blocked=&#39;maybe&#39;",
+    ):
+        assert notice in reply.body
+    kinds = set(re.findall(r'class="event kind-([a-z_]+)', reply.body))
+    assert kinds == {"node_created"}, "the valid part of the filter still applies"
+    listing = console.get("/?after=nonsense")
+    assert listing.status == 200 and "Ignored after=" in listing.body
+
+
+def test_blocked_only_shows_the_blocked_attempt(console: RunningConsole, engine: Engine) -> None:
+    sid = forked_blocked_looped(engine)
+    reply = console.get(f"/sessions/{sid}/events?blocked=1")
+    rows = re.findall(r'<tr class="event kind-([a-z_]+)( blocked)?"', reply.body)
+    assert rows and all(flag for _kind, flag in rows)
+    kinds = {kind for kind, _ in rows}
+    assert {"node_created", "edge_created", "validation_performed"} <= kinds
+
+
+def test_event_log_pages(console: RunningConsole, engine: Engine) -> None:
+    sid = forked_blocked_looped(engine)
+    first = console.get(f"/sessions/{sid}/events?limit=10")
+    indexes = [int(i) for i in re.findall(r'data-event-index="(\d+)"', first.body)]
+    assert indexes == list(range(10))
+    (next_link,) = re.findall(r'rel="next" href="\?([^"]+)"', first.body)
+    second = console.get(f"/sessions/{sid}/events?{next_link.replace('&amp;', '&')}")
+    indexes = [int(i) for i in re.findall(r'data-event-index="(\d+)"', second.body)]
+    assert indexes == list(range(10, 20))
+
+
+def test_damaged_session_is_shown_read_only_from_its_prefix(
+    console: RunningConsole, engine: Engine
+) -> None:
+    sid, r = started(engine)
+    ok(engine.advance(r["stateToken"], r["ackToken"], notes_markdown="planned"))
+    damage_tail(console.data_dir, sid)
+    before = tree_digest(console.data_dir)
+    for path in (f"/sessions/{sid}", f"/sessions/{sid}/events", "/"):
+        reply = console.get(path)
+        assert reply.status == 200, path
+        assert "corrupt_tail" in reply.body
+    page = console.get(f"/sessions/{sid}")
+    assert "Damaged session" in page.body and "validated prefix" in page.body
+    assert 'data-node-id="node_' in page.body
+    assert tree_digest(console.data_dir) == before
+
+
+def test_a_session_whose_head_is_unreadable_is_still_a_page(
+    console: RunningConsole, engine: Engine
+) -> None:
+    sid, _ = started(engine)
+    manifest = console.data_dir / "sessions" / sid / "manifest.jsonl"
+    lines = manifest.read_bytes().splitlines(keepends=True)
+    manifest.write_bytes(b"{not json\n" + b"".join(lines[1:]))
+    page = console.get(f"/sessions/{sid}")
+    assert page.status == 200 and "corrupt_head" in page.body
+    assert "holds no run" in page.body
+
+
+def test_reading_every_page_writes_nothing(console: RunningConsole, engine: Engine) -> None:
+    sid = forked_blocked_looped(engine)
+    before = tree_digest(console.data_dir)
+    page = console.get(f"/sessions/{sid}")
+    nodes = sorted(set(re.findall(r'data-node-id="(node_[a-z0-9]+)"', page.body)))
+    assert len(nodes) == 7, "prep, its fork, review, checkpoint, blocked, review, done"
+    for path in [
+        "/",
+        "/workflows",
+        "/workflows/loopctl-flow",
+        f"/sessions/{sid}/events?blocked=1",
+        *(f"/sessions/{sid}/nodes/{n}" for n in nodes),
+    ]:
+        assert console.get(path).status == 200, path
+    assert tree_digest(console.data_dir) == before

@@ -1,0 +1,112 @@
+"""`workrail console`: the web console on a loopback port, straight over the store (no MCP
+server needed). Prints its URL with this start's secret; a port already in use is one
+line and a non-zero exit."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import logging
+import socket
+import webbrowser
+from typing import Any
+
+from workrail import __version__
+from workrail.app import build_console
+from workrail.cli.context import Cli
+from workrail.console.security import LOOPBACK_NAMES, SECRET_PARAM, Guard
+
+DEFAULT_PORT = 3456
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except BaseException:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def console_url(host: str, port: int, secret: str, path: str = "/") -> str:
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}{path}?{SECRET_PARAM}={secret}"
+
+
+def run_console(cli: Cli) -> int:
+    import anyio
+    import uvicorn
+
+    args = cli.args
+    host: str = args.host
+    backend = cli.backend()
+    try:
+        sock = _bind(host, args.port)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            cli.err.write(
+                f"workrail console: port {args.port} on {host} is already in use; "
+                "stop what holds it or pick another with --port.\n"
+            )
+        else:
+            cli.err.write(
+                f"workrail console: cannot listen on {host}:{args.port}: {exc.strerror or exc}.\n"
+            )
+        return 1
+    port = sock.getsockname()[1]
+    guard = Guard.for_bind(host)
+    app = build_console(cli.config, backend, guard, __version__)
+    url = console_url(host, port, guard.secret)
+    out = cli.out
+    out.write(f"WorkRail console for {backend.location}\n")
+    out.write(f"  {url}\n")
+    out.write(
+        "Open this URL: it carries this start's secret, which the archive, delete and export "
+        "actions need. Ctrl-C stops the console.\n"
+    )
+    if host not in LOOPBACK_NAMES:
+        out.write(f"Warning: listening on {host}, not only on this machine's loopback.\n")
+    out.flush()
+    if args.open:
+        webbrowser.open(url)
+    logging.basicConfig(level=logging.WARNING, force=False)
+    config = uvicorn.Config(
+        app,
+        log_config=None,
+        log_level="warning",
+        lifespan="off",
+        timeout_graceful_shutdown=2,
+    )
+    try:
+        anyio.run(uvicorn.Server(config).serve, [sock])
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        sock.close()
+    return 0
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    console = subparsers.add_parser(
+        "console",
+        parents=[common],
+        help="open the web console: watch, inspect and tidy sessions in a browser",
+        description="Serve the web console on loopback, reading the store directly. Prints "
+        "its URL, which carries this start's secret (needed for write actions).",
+    )
+    console.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help=f"port (default {DEFAULT_PORT}; 0 = any free)",
+    )
+    console.add_argument(
+        "--host", default="127.0.0.1", help="bind address (default 127.0.0.1, loopback only)"
+    )
+    console.add_argument("--open", action="store_true", help="open the URL in a browser")
+    console.set_defaults(handler=run_console)

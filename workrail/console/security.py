@@ -1,0 +1,92 @@
+"""What keeps the console's few write actions safe on a machine shared with a browser.
+
+* **Host check** (every request): only the names the console was bound to answer, so a
+  page on another site cannot reach it through DNS rebinding.
+* **Per-start secret**: a random value printed in the console's URL. Opening that URL once
+  sets it as an HttpOnly, SameSite=Strict cookie and redirects to the same page without
+  it, so it leaves the address bar and the history. Write actions need the cookie.
+* **CSRF token + Origin** (every write): a form field that only a page of this console
+  can know, and an `Origin` (or, failing that, `Referer`) naming this console.
+
+Reads need none of the secret: they never write, and a foreign origin cannot read their
+answers (same-origin policy; the Host check stops rebinding).
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Final
+from urllib.parse import urlsplit
+
+SECRET_PARAM: Final = "secret"
+COOKIE_NAME: Final = "workrail_console"
+CSRF_FIELD: Final = "csrf"
+LOOPBACK_NAMES: Final = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def host_name(header: str) -> str:
+    """The name part of a Host header: `[::1]:3456` → `::1`, `localhost:80` → `localhost`."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        return header[1:].split("]", 1)[0]
+    if header.count(":") == 1:
+        return header.split(":", 1)[0]
+    return header
+
+
+@dataclass(frozen=True)
+class Guard:
+    """The per-start secrets and the names this console answers to."""
+
+    secret: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+    hosts: frozenset[str] = LOOPBACK_NAMES
+
+    @classmethod
+    def for_bind(cls, bind_host: str, extra_hosts: Iterable[str] = ()) -> Guard:
+        """Loopback names always; the bind address too when it is not a wildcard."""
+        names = set(LOOPBACK_NAMES) | {h.lower() for h in extra_hosts}
+        if bind_host not in ("0.0.0.0", "::", ""):
+            names.add(host_name(bind_host) if bind_host.startswith("[") else bind_host.lower())
+        return cls(hosts=frozenset(names))
+
+    def host_allowed(self, host_header: str | None) -> bool:
+        return bool(host_header) and host_name(host_header or "") in self.hosts
+
+    def secret_ok(self, presented: str | None) -> bool:
+        return presented is not None and hmac.compare_digest(
+            presented.encode("utf-8", "replace"), self.secret.encode()
+        )
+
+    def csrf_ok(self, presented: str | None) -> bool:
+        return presented is not None and hmac.compare_digest(
+            presented.encode("utf-8", "replace"), self.csrf.encode()
+        )
+
+    def origin_ok(self, origin: str | None, referer: str | None, host_header: str) -> bool:
+        """The write came from a page of this console: its Origin (or, when a browser
+        sends none, its Referer) has this request's scheme-less host and port."""
+        claimed = origin if origin and origin != "null" else referer
+        if not claimed:
+            return False
+        parts = urlsplit(claimed)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            return False
+        return parts.netloc.lower() == host_header.strip().lower()
+
+
+CONTENT_SECURITY_POLICY: Final = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+
+SECURITY_HEADERS: Final = {
+    "content-security-policy": CONTENT_SECURITY_POLICY,
+    "x-content-type-options": "nosniff",
+    "x-frame-options": "DENY",
+    "referrer-policy": "same-origin",
+    "cache-control": "no-store",
+}

@@ -1,0 +1,160 @@
+"""The console's Starlette application: routes, the guard middleware and error pages.
+
+Server-rendered pages (Jinja2, autoescaped) with a little plain JavaScript of our own for
+live updates and the node panel; no front-end library and no build step. The app reads
+the store through the ports it is given and writes only through the guarded actions.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from urllib.parse import urlencode
+
+from starlette.applications import Starlette
+from starlette.datastructures import URL
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from workrail.console import live, pages, workflows_page
+from workrail.console.deps import ConsoleDeps
+from workrail.console.markdown import render_markdown
+from workrail.console.security import COOKIE_NAME, CSRF_FIELD, SECRET_PARAM, SECURITY_HEADERS, Guard
+
+log = logging.getLogger("workrail.console")
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def _templates() -> Jinja2Templates:
+    templates = Jinja2Templates(directory=str(PACKAGE_DIR / "templates"))
+    env = templates.env
+    env.filters["markdown"] = render_markdown
+    env.globals["CSRF_FIELD"] = CSRF_FIELD
+    env.globals["urlencode"] = urlencode
+    env.trim_blocks = True
+    env.lstrip_blocks = True
+    return templates
+
+
+class GuardMiddleware:
+    """Host check on every request, the secret link turned into a cookie, and the security
+    headers on every response."""
+
+    def __init__(self, app: ASGIApp, guard: Guard) -> None:
+        self.app = app
+        self.guard = guard
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        if not self.guard.host_allowed(request.headers.get("host")):
+            response: Response = HTMLResponse(
+                "<!doctype html><title>Refused</title><p>This WorkRail console answers only "
+                "to the address it printed when it started (Host header refused).</p>",
+                status_code=421,
+            )
+            await self._send_with_headers(response, scope, receive, send)
+            return
+        presented = request.query_params.get(SECRET_PARAM)
+        if presented is not None and request.method in ("GET", "HEAD"):
+            await self._send_with_headers(
+                self._accept_secret(request, presented), scope, receive, send
+            )
+            return
+        await self.app(scope, receive, self._with_headers(send))
+
+    def _accept_secret(self, request: Request, presented: str) -> Response:
+        remaining = [(k, v) for k, v in request.query_params.multi_items() if k != SECRET_PARAM]
+        target = (
+            request.url.replace(query=urlencode(remaining))
+            if remaining
+            else request.url.replace(query="")
+        )
+        if not self.guard.secret_ok(presented):
+            query = urlencode([*remaining, ("notice", "bad-secret")])
+            return RedirectResponse(str(URL(str(target)).replace(query=query)), status_code=303)
+        response = RedirectResponse(str(target), status_code=303)
+        response.set_cookie(
+            COOKIE_NAME,
+            self.guard.secret,
+            httponly=True,
+            samesite="strict",
+            path=request.scope.get("root_path") or "/",
+        )
+        return response
+
+    async def _send_with_headers(
+        self, response: Response, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        await response(scope, receive, self._with_headers(send))
+
+    def _with_headers(self, send: Send) -> Send:
+        async def wrapped(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                present = {name.lower() for name, _ in headers}
+                for name, value in SECURITY_HEADERS.items():
+                    if name.encode() not in present:
+                        headers.append((name.encode(), value.encode()))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        return wrapped
+
+
+def build_console(deps: ConsoleDeps) -> Starlette:
+    """The console as an ASGI app (mountable, e.g. at /console under `workrail serve`)."""
+    templates = _templates()
+    context = pages.PageContext(deps, templates)
+    routes = [
+        Route("/", context.wrap(pages.sessions_index), name="sessions"),
+        Route("/sessions/{session_id}", context.wrap(pages.session_page), name="session"),
+        Route(
+            "/sessions/{session_id}/nodes/{node_id}",
+            context.wrap(pages.session_page),
+            name="node",
+        ),
+        Route("/sessions/{session_id}/events", context.wrap(pages.events_page), name="events"),
+        Route(
+            "/sessions/{session_id}/export",
+            context.wrap_write(pages.export_bundle),
+            methods=["POST"],
+            name="export",
+        ),
+        Route("/workflows", context.wrap(workflows_page.catalog_page), name="workflows"),
+        Route(
+            "/workflows/{workflow_id}",
+            context.wrap(workflows_page.workflow_page),
+            name="workflow",
+        ),
+        Route("/live", live.stream_endpoint(deps), name="live"),
+        Mount("/static", app=StaticFiles(directory=str(PACKAGE_DIR / "static")), name="static"),
+    ]
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        detail = exc.detail if isinstance(exc, HTTPException) else "Not found."
+        status = exc.status_code if isinstance(exc, HTTPException) else 404
+        return context.error_page(request, status, str(detail))
+
+    async def server_error(request: Request, exc: Exception) -> Response:
+        log.exception("console page failed: %s", request.url.path, exc_info=exc)
+        return context.error_page(
+            request, 500, "This page could not be shown; the console's log says why."
+        )
+
+    app = Starlette(
+        routes=routes,
+        middleware=[Middleware(GuardMiddleware, guard=deps.guard)],
+        exception_handlers={HTTPException: not_found, 500: server_error},
+    )
+    app.state.deps = deps
+    return app

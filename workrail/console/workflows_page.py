@@ -1,0 +1,102 @@
+"""The Workflows view: every definition found, where it came from, which ones another
+source shadows, and what is wrong with the files that do not validate."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+from workrail.console.pages import PageContext
+from workrail.workflow.catalog import Catalog, InvalidWorkflow, LoadedWorkflow
+
+
+@dataclass(frozen=True)
+class CatalogRow:
+    workflow_id: str
+    name: str
+    version: str
+    origin: str
+    path: str
+    valid: bool
+    shadowed_by: str | None = None
+    problems: int = 0
+
+
+def _rows(catalog: Catalog) -> list[CatalogRow]:
+    rows = [
+        CatalogRow(
+            wf.workflow_id,
+            str(wf.definition.get("name", "")),
+            str(wf.definition.get("version", "")),
+            wf.source.origin,
+            str(wf.path),
+            True,
+        )
+        for wf in catalog.workflows.values()
+    ]
+    rows += [
+        CatalogRow(
+            sh.workflow.workflow_id,
+            str(sh.workflow.definition.get("name", "")),
+            str(sh.workflow.definition.get("version", "")),
+            sh.workflow.source.origin,
+            str(sh.workflow.path),
+            True,
+            shadowed_by=str(sh.winner.path),
+        )
+        for sh in catalog.shadowed
+    ]
+    rows += [
+        CatalogRow(
+            bad.workflow_id or "(no readable id)",
+            bad.name or "",
+            bad.version or "",
+            bad.source.origin,
+            str(bad.path),
+            False,
+            problems=len(bad.problems),
+        )
+        for bad in catalog.invalid
+    ]
+    return sorted(rows, key=lambda r: (r.workflow_id, r.shadowed_by is not None, not r.valid))
+
+
+def catalog_page(ctx: PageContext, request: Request) -> Response:
+    catalog = ctx.deps.catalog()
+    return ctx.render(
+        request,
+        "workflows.html",
+        rows=_rows(catalog),
+        invalid=catalog.invalid,
+        warnings=catalog.warnings,
+        live_url=None,
+        version="",
+    )
+
+
+def workflow_page(ctx: PageContext, request: Request) -> Response:
+    workflow_id = request.path_params["workflow_id"]
+    catalog = ctx.deps.catalog()
+    winner: LoadedWorkflow | None = catalog.workflows.get(workflow_id)
+    shadowed = [sh.workflow for sh in catalog.shadowed if sh.workflow.workflow_id == workflow_id]
+    invalid: list[InvalidWorkflow] = [b for b in catalog.invalid if b.workflow_id == workflow_id]
+    if winner is None and not invalid:
+        raise HTTPException(404, f"No workflow {workflow_id[:80]!r} in any workflow source.")
+    definition = winner.definition if winner is not None else None
+    return ctx.render(
+        request,
+        "workflow.html",
+        workflow_id=workflow_id,
+        winner=winner,
+        steps=definition.get("steps", []) if isinstance(definition, dict) else [],
+        definition_json=json.dumps(definition, indent=2, ensure_ascii=False) if definition else "",
+        workflow_hash=winner.pinned().workflow_hash() if winner is not None else None,
+        shadowed=shadowed,
+        invalid=invalid,
+        live_url=None,
+        version="",
+    )

@@ -23,6 +23,7 @@ from tests.engine.conftest import make_engine
 from workrail.app import build_console, open_backend
 from workrail.config import Overrides, WorkrailConfig, load_config
 from workrail.console.security import Guard
+from workrail.console.web import stop_live_streams
 from workrail.engine.api import Engine
 from workrail.store.ports import Backend
 
@@ -40,7 +41,9 @@ ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "console"
 
 def console_config(data_dir: Path, workflows: Path | None = None) -> WorkrailConfig:
     home = data_dir.parent / "home"
+    project = data_dir.parent / "project"
     home.mkdir(exist_ok=True)
+    project.mkdir(exist_ok=True)
     loaded = load_config(
         {},
         Overrides(
@@ -48,7 +51,7 @@ def console_config(data_dir: Path, workflows: Path | None = None) -> WorkrailCon
             workflow_dirs=(str(workflows or REFERENCE / "workflows"),),
         ),
         home=home,
-        cwd=home,
+        cwd=project,
     )
     assert isinstance(loaded, Success)
     return loaded.unwrap()
@@ -70,6 +73,7 @@ class RunningConsole:
     data_dir: Path
     server: uvicorn.Server
     thread: threading.Thread
+    app: Any
 
     @property
     def host(self) -> str:
@@ -108,6 +112,7 @@ class RunningConsole:
         return self.request("GET", path, headers=headers)
 
     def stop(self) -> None:
+        stop_live_streams(self.app)
         self.server.should_exit = True
         self.thread.join(timeout=10)
 
@@ -128,7 +133,9 @@ def start_console(data_dir: Path, workflows: Path | None = None) -> RunningConso
     )
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    running = RunningConsole(f"http://127.0.0.1:{port}", guard, backend, data_dir, server, thread)
+    running = RunningConsole(
+        f"http://127.0.0.1:{port}", guard, backend, data_dir, server, thread, app
+    )
     for _ in range(200):
         if server.started:
             break

@@ -38,7 +38,10 @@ def forked_blocked_looped(engine: Engine, notes: str = "Prepared the review.") -
     r = ok(engine.start_workflow("loopctl-flow", {"goal": "review the parser"}))
     prep = ok(
         engine.advance(
-            r["stateToken"], r["ackToken"], notes_markdown=notes, artifacts=[loop_control("continue")]
+            r["stateToken"],
+            r["ackToken"],
+            notes_markdown=notes,
+            artifacts=[loop_control("continue")],
         )
     )
     again = ok(engine.rehydrate(r["stateToken"]))

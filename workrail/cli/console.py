@@ -9,12 +9,18 @@ import errno
 import logging
 import socket
 import webbrowser
+from collections.abc import Callable
+from types import FrameType
 from typing import Any
+
+import anyio
+import uvicorn
 
 from workrail import __version__
 from workrail.app import build_console
 from workrail.cli.context import Cli
 from workrail.console.security import LOOPBACK_NAMES, SECRET_PARAM, Guard
+from workrail.console.web import stop_live_streams
 
 DEFAULT_PORT = 3456
 
@@ -33,14 +39,24 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+class _ConsoleServer(uvicorn.Server):
+    """uvicorn, ending the console's live streams as soon as it is asked to stop."""
+
+    def __init__(self, config: uvicorn.Config, on_exit: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._on_exit = on_exit
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        self._on_exit()
+        super().handle_exit(sig, frame)
+
+
 def console_url(host: str, port: int, secret: str, path: str = "/") -> str:
     shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{port}{path}?{SECRET_PARAM}={secret}"
 
 
 def run_console(cli: Cli) -> int:
-    import anyio
-    import uvicorn
 
     args = cli.args
     host: str = args.host
@@ -82,8 +98,9 @@ def run_console(cli: Cli) -> int:
         lifespan="off",
         timeout_graceful_shutdown=2,
     )
+    server = _ConsoleServer(config, lambda: stop_live_streams(app))
     try:
-        anyio.run(uvicorn.Server(config).serve, [sock])
+        anyio.run(server.serve, [sock])
     except KeyboardInterrupt:
         return 130
     finally:

@@ -119,8 +119,9 @@ def blocked_node_ids(events: Sequence[DomainEvent]) -> set[str]:
 
 
 def is_blocked_event(event: DomainEvent, blocked_nodes: set[str]) -> bool:
-    """Whether the event is part of a blocked attempt: its node, edge, advance, a failed
-    validation, or anything scoped to a blocked-attempt node."""
+    """Whether the event records a block: the advance into a blocked attempt (or a legacy
+    blocked outcome), a failed validation, the blocked-attempt node and its edge. What a
+    later retry from that node recorded is not part of the block."""
     if isinstance(event, AdvanceRecorded):
         outcome = event.data.outcome
         return outcome.kind == "blocked" or outcome.toNodeId in blocked_nodes
@@ -128,8 +129,9 @@ def is_blocked_event(event: DomainEvent, blocked_nodes: set[str]) -> bool:
         return not event.data.result.valid
     if isinstance(event, EdgeCreated):
         return event.data.toNodeId in blocked_nodes
-    scope = event.scope
-    return scope is not None and scope.nodeId is not None and scope.nodeId in blocked_nodes
+    if isinstance(event, NodeCreated):
+        return event.data.nodeKind == "blocked_attempt"
+    return False
 
 
 def _first_line(text: str, width: int = 100) -> str:

@@ -10,6 +10,7 @@ open, polls instead).
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Final
 
@@ -25,7 +26,24 @@ WAIT_SECONDS: Final = 1.0
 RETRY_MS: Final = 2000
 
 
-def stream_endpoint(deps: ConsoleDeps) -> Callable[[Request], Awaitable[Response]]:
+class Streams:
+    """The open live streams of one console; `stop()` ends them all within a second, so a
+    server shutting down is not held open by browser tabs."""
+
+    def __init__(self) -> None:
+        self._stopping = threading.Event()
+
+    def stop(self) -> None:
+        self._stopping.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping.is_set()
+
+
+def stream_endpoint(
+    deps: ConsoleDeps, streams: Streams
+) -> Callable[[Request], Awaitable[Response]]:
     async def endpoint(request: Request) -> Response:
         session_id = request.query_params.get("session")
         if session_id is not None and not is_session_id(session_id):
@@ -40,7 +58,7 @@ def stream_endpoint(deps: ConsoleDeps) -> Callable[[Request], Awaitable[Response
         async def events() -> AsyncIterator[str]:
             try:
                 yield f"retry: {RETRY_MS}\nevent: ready\ndata: {{}}\n\n"
-                while not await request.is_disconnected():
+                while not streams.stopping and not await request.is_disconnected():
                     changed = await anyio.to_thread.run_sync(feed.wait, WAIT_SECONDS)
                     if isinstance(changed, Failure):
                         message = json.dumps({"message": changed.failure().message})

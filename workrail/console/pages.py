@@ -173,11 +173,11 @@ def sessions_index(ctx: PageContext, request: Request) -> Response:
 # --- one session -------------------------------------------------------------------------
 
 
-def _inspect(ctx: PageContext, request: Request) -> SessionInspection:
+def _inspect(ctx: PageContext, request: Request, *, all_states: bool = True) -> SessionInspection:
     session_id = request.path_params["session_id"]
     _known_session(ctx, session_id)
     node_id = request.path_params.get("node_id")
-    inspection = inspect_session(ctx.deps.backend, session_id, node_id)
+    inspection = inspect_session(ctx.deps.backend, session_id, node_id, all_states=all_states)
     if not inspection.node_known:
         raise _not_found(f"Session {session_id} has no node {str(node_id)[:80]!r}.")
     return inspection
@@ -218,7 +218,7 @@ def session_page(ctx: PageContext, request: Request) -> Response:
 
 
 def events_page(ctx: PageContext, request: Request) -> Response:
-    inspection = _inspect(ctx, request)
+    inspection = _inspect(ctx, request, all_states=False)
     view = inspection.view
     wanted = parse_filter(request.query_params, request.query_params.getlist("kind"))
     page = page_of(inspection.events, wanted)

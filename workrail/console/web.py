@@ -115,6 +115,7 @@ def build_console(deps: ConsoleDeps) -> Starlette:
     """The console as an ASGI app (mountable, e.g. at /console under `workrail serve`)."""
     templates = _templates()
     context = pages.PageContext(deps, templates)
+    streams = live.Streams()
     routes = [
         Route("/", context.wrap(pages.sessions_index), name="sessions"),
         Route("/sessions/{session_id}", context.wrap(pages.session_page), name="session"),
@@ -136,7 +137,7 @@ def build_console(deps: ConsoleDeps) -> Starlette:
             context.wrap(workflows_page.workflow_page),
             name="workflow",
         ),
-        Route("/live", live.stream_endpoint(deps), name="live"),
+        Route("/live", live.stream_endpoint(deps, streams), name="live"),
         Mount("/static", app=StaticFiles(directory=str(PACKAGE_DIR / "static")), name="static"),
     ]
 
@@ -157,4 +158,12 @@ def build_console(deps: ConsoleDeps) -> Starlette:
         exception_handlers={HTTPException: not_found, 500: server_error},
     )
     app.state.deps = deps
+    app.state.live_streams = streams
     return app
+
+
+def stop_live_streams(app: Starlette) -> None:
+    """End the console's open live streams (call when the server begins to stop)."""
+    streams = getattr(app.state, "live_streams", None)
+    if isinstance(streams, live.Streams):
+        streams.stop()

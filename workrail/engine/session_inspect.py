@@ -257,7 +257,7 @@ def _node_detail(
         is_tip=run is not None and node_id in run.tips,
         is_preferred_tip=run is not None and run.preferred_tip == node_id,
         entered_by_attempt=entered.data.attemptId if entered else None,
-        context=index.context_before(run_id, created.eventIndex),
+        context=_context_at(index, node_id, run_id),
         snapshot_ref=created.data.snapshotRef,
         workflow_hash=created.data.workflowHash,
     )
@@ -301,6 +301,19 @@ def _node_detail(
                 GapDetail(data.severity, data.reason.category, data.summary, data.reason.detail)
             )
     return detail
+
+
+def _context_at(index: SessionIndex, node_id: str, run_id: str) -> dict[str, Any]:
+    """The run context the agent worked with at this node: as it stood when the first
+    advance from the node was recorded, or the run's current context while none was."""
+    leaving = [
+        e.eventIndex
+        for e in index.advance_into.values()
+        if e.scope is not None and e.scope.nodeId == node_id
+    ]
+    if leaving:
+        return index.context_before(run_id, min(leaving))
+    return index.run_context(run_id)
 
 
 def _complete_node(source: InspectSource, view: SessionView, detail: NodeDetail) -> None:
@@ -348,9 +361,14 @@ def _observations(events: Sequence[DomainEvent]) -> dict[str, str]:
 
 
 def inspect_session(
-    source: InspectSource, session_id: str, node_id: str | None = None
+    source: InspectSource,
+    session_id: str,
+    node_id: str | None = None,
+    *,
+    all_states: bool = True,
 ) -> SessionInspection:
-    """One session with its events and, when `node_id` is given, that node's detail."""
+    """One session with its events and, when `node_id` is given, that node's detail.
+    `all_states=False` reads the state of the tips only (enough for the status)."""
     checked = source.sessions.health(session_id)
     if not isinstance(checked, Success):
         error = checked.failure()
@@ -377,7 +395,8 @@ def inspect_session(
         return found
 
     def finish(found: SessionInspection) -> SessionInspection:
-        fill_states(source.snapshots, found.view.runs)
+        tips = None if all_states else {t for r in found.view.runs for t in r.tips}
+        fill_states(source.snapshots, found.view.runs, tips)
         if found.node is not None:
             _complete_node(source, found.view, found.node)
         return found

@@ -1,0 +1,66 @@
+"""`workrail console` as a real process: it prints its URL with the secret, serves the
+pages there, stops cleanly on SIGTERM/SIGINT with a browser tab's live stream open, and a
+port already in use is one line and a non-zero exit."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+from tests.mcp.servers import ROOT, server_env
+
+
+def _spawn(data_dir: Path, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "workrail", "console", *args],
+        env=server_env(data_dir),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_console_prints_its_url_serves_and_stops(data_dir: Path) -> None:
+    proc = _spawn(data_dir, "--port", "0")
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert first == f"WorkRail console for {data_dir}\n"
+        url = proc.stdout.readline().strip()
+        assert url.startswith("http://127.0.0.1:") and "/?secret=" in url
+        base = url.split("?", 1)[0]
+        assert "secret" in proc.stdout.readline()
+        with urllib.request.urlopen(base, timeout=10) as reply:
+            assert reply.status == 200 and b"Sessions" in reply.read()
+        stream = urllib.request.urlopen(base + "live", timeout=10)
+        assert stream.readline().startswith(b"retry:")
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) in (0, 130)
+        stream.close()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.stderr is not None
+    assert "Traceback" not in proc.stderr.read()
+    assert not (data_dir / "keys").exists(), "the console loads no keyring, so it writes none"
+
+
+def test_port_in_use_is_one_line_and_a_non_zero_exit(data_dir: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        proc = _spawn(data_dir, "--port", str(port))
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1
+    assert out == ""
+    assert err == (
+        f"workrail console: port {port} on 127.0.0.1 is already in use; stop what holds it "
+        "or pick another with --port.\n"
+    )

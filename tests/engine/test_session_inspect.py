@@ -1,0 +1,84 @@
+"""Inspecting one session: a node's prompt, notes, artifacts, context, validation,
+blockers and decision trace, read without writing; damaged sessions from their prefix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.console.scenarios import damage_tail, forked_blocked_looped, started
+from tests.engine.conftest import make_engine
+from tests.engine.helpers import ok, tree_digest
+from workrail.engine.session_inspect import inspect_session
+from workrail.engine.sessions_view import _parsed_state, _quick_state
+from workrail.store.local.backend import LocalBackend
+
+
+def test_quick_state_reads_what_the_full_parse_reads(data_dir: Path) -> None:
+    forked_blocked_looped(make_engine(data_dir))
+    backend = LocalBackend.open(data_dir)
+    refs = [
+        p.name.removesuffix(".json").replace("_", ":", 1)
+        for p in (data_dir / "snapshots").iterdir()
+    ]
+    kinds = set()
+    for ref in refs:
+        raw = backend.snapshots.get(ref).unwrap()
+        assert _quick_state(raw) == _parsed_state(raw), ref
+        kinds.add(_parsed_state(raw)[0])
+    assert {"pending", "blocked"} <= kinds
+    assert _quick_state({"enginePayload": {"engineState": {"kind": "weird"}}}) is None
+    assert _quick_state([1, 2]) is None
+    assert _parsed_state({"nope": 1}) == ("invalid_snapshot", None)
+
+
+def test_node_detail_of_a_forked_blocked_looped_session(data_dir: Path) -> None:
+    sid = forked_blocked_looped(make_engine(data_dir))
+    backend = LocalBackend.open(data_dir)
+    before = tree_digest(data_dir)
+    overview = inspect_session(backend, sid)
+    (run,) = overview.view.runs
+    assert len(overview.events) == overview.view.event_count > 0
+    blocked_id = next(n.node_id for n in run.nodes.values() if n.kind == "blocked_attempt")
+    prep_id = run.roots[0]
+
+    prep = inspect_session(backend, sid, prep_id).node
+    assert prep is not None and prep.step_id == "prep" and prep.parent is None
+    assert prep.prompt is not None and prep.prompt.text.startswith("Prepare.")
+    assert prep.notes == ["Prepared the review.", "A second take on the prep."]
+    assert len(prep.artifacts) == 2 and '"decision": "continue"' in (
+        prep.artifacts[0].content_json or ""
+    )
+    assert prep.context == {"goal": "review the parser"}
+    assert {t.kind for t in prep.trace} >= {
+        "evaluated_condition",
+        "entered_loop",
+        "selected_next_step",
+    }
+    assert len(prep.children) == 2
+
+    blocked = inspect_session(backend, sid, blocked_id).node
+    assert blocked is not None and blocked.state == "blocked" and blocked.kind == "blocked_attempt"
+    assert blocked.block is not None and blocked.block.retryable
+    assert blocked.block.reason == "missing_required_output"
+    (blocker,) = blocked.block.blockers
+    assert blocker.code == "MISSING_REQUIRED_OUTPUT" and blocker.fix
+    assert blocked.entry_validation is not None and not blocked.entry_validation.valid
+    assert blocked.entered_by_attempt == blocked.entry_validation.attempt_id
+    assert blocked.prompt is not None and "Review and decide." in blocked.prompt.text
+    assert [v.valid for v in blocked.validations] == [True], "the retry from it passed"
+
+    missing = inspect_session(backend, sid, "node_" + "a" * 26)
+    assert missing.node is None and not missing.node_known
+    assert tree_digest(data_dir) == before, "inspecting never writes"
+
+
+def test_a_damaged_session_is_inspected_from_its_prefix(data_dir: Path) -> None:
+    engine = make_engine(data_dir)
+    sid, r = started(engine)
+    ok(engine.advance(r["stateToken"], r["ackToken"], notes_markdown="planned"))
+    damage_tail(data_dir, sid)
+    inspection = inspect_session(LocalBackend.open(data_dir), sid)
+    assert inspection.view.prefix_only and not inspection.view.is_healthy
+    (run,) = inspection.view.runs
+    node = inspect_session(LocalBackend.open(data_dir), sid, run.roots[0]).node
+    assert node is not None and node.step_id == "plan" and node.prompt is not None

@@ -3,6 +3,7 @@ a real data directory, a real HTTP client, and Debian's Chromium driven by Playw
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import os
 import shutil
@@ -14,13 +15,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import psycopg
 import pytest
 import uvicorn
 from returns.result import Success
 
 from tests.conftest import REFERENCE
-from tests.engine.conftest import make_engine
-from workrail.app import build_console, open_backend
+from tests.console.scenarios import damage_tail
+from tests.engine.conftest import engine_over
+from tests.engine.helpers import tree_digest
+from workrail.app import build_console, open_backend, open_backend_at
 from workrail.config import Overrides, WorkrailConfig, load_config
 from workrail.console.security import Guard
 from workrail.console.web import stop_live_streams
@@ -39,7 +43,9 @@ CHROMIUM_ARGS = [
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "console"
 
 
-def console_config(data_dir: Path, workflows: Path | None = None) -> WorkrailConfig:
+def console_config(
+    data_dir: Path, workflows: Path | None = None, store_url: str | None = None
+) -> WorkrailConfig:
     home = data_dir.parent / "home"
     project = data_dir.parent / "project"
     home.mkdir(exist_ok=True)
@@ -48,6 +54,7 @@ def console_config(data_dir: Path, workflows: Path | None = None) -> WorkrailCon
         {},
         Overrides(
             data_dir=str(data_dir),
+            store_url=store_url,
             workflow_dirs=(str(workflows or REFERENCE / "workflows"),),
         ),
         home=home,
@@ -117,8 +124,10 @@ class RunningConsole:
         self.thread.join(timeout=10)
 
 
-def start_console(data_dir: Path, workflows: Path | None = None) -> RunningConsole:
-    config = console_config(data_dir, workflows)
+def start_console(
+    data_dir: Path, workflows: Path | None = None, store_url: str | None = None
+) -> RunningConsole:
+    config = console_config(data_dir, workflows, store_url)
     backend = open_backend(config).unwrap()
     guard = Guard.for_bind("127.0.0.1")
     app = build_console(config, backend, guard, "test")
@@ -144,14 +153,97 @@ def start_console(data_dir: Path, workflows: Path | None = None) -> RunningConso
     return running
 
 
-@pytest.fixture
-def engine(data_dir: Path) -> Engine:
-    return make_engine(data_dir)
+@dataclass
+class Store:
+    """The store a test's console reads: the files backend or a fresh PostgreSQL database,
+    with what the tests do to it from outside (write through an engine, damage it, take a
+    digest of everything stored)."""
+
+    kind: str
+    data_dir: Path
+    url: str | None = None
+    opened: list[Backend] = field(default_factory=list)
+
+    def open(self) -> Backend:
+        backend = open_backend_at(self.url or self.data_dir).unwrap()
+        self.opened.append(backend)
+        return backend
+
+    def engine(self, workflows: Path | None = None) -> Engine:
+        return engine_over(self.open(), workflows)
+
+    def damage_tail(self, session_id: str) -> None:
+        """Corrupt the bytes of the session's latest append: it becomes corrupt_tail."""
+        if self.url is None:
+            damage_tail(self.data_dir, session_id)
+            return
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(
+                "UPDATE workrail_events SET body = set_byte(body, length(body) / 2, "
+                "get_byte(body, length(body) / 2) # 1) WHERE session_id = %s AND "
+                "event_index = (SELECT max(event_index) FROM workrail_events "
+                "WHERE session_id = %s)",
+                (session_id, session_id),
+            )
+
+    def damage_head(self, session_id: str) -> None:
+        """Corrupt the session's first append, so nothing of it can be read."""
+        if self.url is None:
+            manifest = self.data_dir / "sessions" / session_id / "manifest.jsonl"
+            lines = manifest.read_bytes().splitlines(keepends=True)
+            manifest.write_bytes(b"{not json\n" + b"".join(lines[1:]))
+            return
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(
+                "UPDATE workrail_events SET body = set_byte(body, 3, get_byte(body, 3) # 1) "
+                "WHERE session_id = %s AND event_index = 0",
+                (session_id,),
+            )
+
+    def digest(self) -> str:
+        """Everything stored: the data directory's files, and for PostgreSQL every row of
+        every table too (so "reading never writes" covers both)."""
+        h = hashlib.sha256(tree_digest(self.data_dir).encode())
+        if self.url is not None:
+            with psycopg.connect(self.url) as conn:
+                tables = [
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT table_name FROM information_schema.tables "
+                        "WHERE table_schema = 'public' ORDER BY table_name"
+                    )
+                ]
+                for table in tables:
+                    rows = conn.execute(f'SELECT * FROM "{table}"').fetchall()
+                    h.update(table.encode())
+                    h.update(repr(sorted(repr(r) for r in rows)).encode())
+        return h.hexdigest()
+
+    def close(self) -> None:
+        for backend in self.opened:
+            backend.close()
+
+
+@pytest.fixture(params=["files", "postgres"])
+def store(request: pytest.FixtureRequest, data_dir: Path) -> Iterator[Store]:
+    """Every console test runs on both backends."""
+    if request.param == "files":
+        chosen = Store("files", data_dir)
+    else:
+        cluster = request.getfixturevalue("postgres_cluster")
+        chosen = Store("postgres", data_dir, cluster.url(cluster.create_database("console")))
+    yield chosen
+    chosen.close()
 
 
 @pytest.fixture
-def console(data_dir: Path) -> Iterator[RunningConsole]:
-    running = start_console(data_dir)
+def engine(store: Store) -> Engine:
+    return store.engine()
+
+
+@pytest.fixture
+def console(store: Store) -> Iterator[RunningConsole]:
+    running = start_console(store.data_dir, store_url=store.url)
     yield running
     running.stop()
     running.backend.close()

@@ -13,10 +13,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import REFERENCE
-from tests.console.conftest import RunningConsole, screenshot, start_console
+from tests.console.conftest import RunningConsole, Store, screenshot, start_console
 from tests.console.scenarios import (
     HOSTILE_NOTES,
-    damage_tail,
     forked_blocked_looped,
     loop_control,
     started,
@@ -133,7 +132,8 @@ def test_polling_fallback_updates_too(page: Any, console: RunningConsole, engine
     page.wait_for_function("() => document.body.dataset.liveState === 'polling'")
     ok(engine.advance(r["stateToken"], r["ackToken"], notes_markdown="planned"))
     page.wait_for_function(
-        "() => document.querySelector('#pending-step').textContent === 'build'", timeout=LIVE_TIMEOUT_MS
+        "() => document.querySelector('#pending-step').textContent === 'build'",
+        timeout=LIVE_TIMEOUT_MS,
     )
 
 
@@ -178,11 +178,11 @@ def test_hostile_markdown_stays_inert(page: Any, console: RunningConsole, engine
 
 
 def test_damaged_session_is_shown_read_only_with_a_banner(
-    page: Any, console: RunningConsole, engine: Engine
+    page: Any, console: RunningConsole, store: Store, engine: Engine
 ) -> None:
     sid, r = started(engine)
     ok(engine.advance(r["stateToken"], r["ackToken"], notes_markdown="planned"))
-    damage_tail(console.data_dir, sid)
+    store.damage_tail(sid)
     _open(page, console, "/")
     row = page.locator(f"tr[data-session-id='{sid}']")
     assert "corrupt_tail" in row.locator(".health").inner_text()

@@ -12,7 +12,9 @@ def _node(i: int, parent: int | None, kind: str = "step", state: str = "pending"
         node_id=f"n{i:05d}",
         kind=kind,
         parent=None if parent is None else f"n{parent:05d}",
-        edge_kind=None if parent is None else ("checkpoint" if kind == "checkpoint" else "acked_step"),
+        edge_kind=None
+        if parent is None
+        else ("checkpoint" if kind == "checkpoint" else "acked_step"),
         snapshot_ref="sha256:" + "0" * 64,
         state=state,
         step_id=f"s{i}",

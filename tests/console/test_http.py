@@ -7,9 +7,9 @@ import json
 import re
 from urllib.parse import urlencode
 
-from tests.console.conftest import RunningConsole
-from tests.console.scenarios import damage_tail, forked_blocked_looped, started
-from tests.engine.helpers import ok, tree_digest
+from tests.console.conftest import RunningConsole, Store
+from tests.console.scenarios import forked_blocked_looped, started
+from tests.engine.helpers import ok
 from workrail.console.security import COOKIE_NAME
 from workrail.engine.api import Engine
 
@@ -76,9 +76,11 @@ def test_pages_carry_security_headers(console: RunningConsole) -> None:
     assert reply.headers["x-frame-options"] == "DENY"
 
 
-def test_export_needs_secret_csrf_and_origin(console: RunningConsole, engine: Engine) -> None:
+def test_export_needs_secret_csrf_and_origin(
+    console: RunningConsole, store: Store, engine: Engine
+) -> None:
     sid = forked_blocked_looped(engine)
-    before = tree_digest(console.data_dir)
+    before = store.digest()
     status, body = _export(console, sid, cookie=None)
     assert status == 403 and "needs the console&#39;s secret" in body
     status, body = _export(console, sid, cookie=f"{COOKIE_NAME}=guess")
@@ -93,7 +95,7 @@ def test_export_needs_secret_csrf_and_origin(console: RunningConsole, engine: En
     assert status == 403, "no Origin and no Referer is refused"
     status, body = _export(console, sid, origin=None, referer=f"{console.base_url}/sessions/{sid}")
     assert status == 200, "a same-console Referer stands in for a missing Origin"
-    assert tree_digest(console.data_dir) == before, "a refused (or done) export writes nothing"
+    assert store.digest() == before, "a refused (or done) export writes nothing"
     status, body = _export(console, sid)
     assert status == 200
     bundle = json.loads(body)
@@ -161,12 +163,12 @@ def test_event_log_pages(console: RunningConsole, engine: Engine) -> None:
 
 
 def test_damaged_session_is_shown_read_only_from_its_prefix(
-    console: RunningConsole, engine: Engine
+    console: RunningConsole, store: Store, engine: Engine
 ) -> None:
     sid, r = started(engine)
     ok(engine.advance(r["stateToken"], r["ackToken"], notes_markdown="planned"))
-    damage_tail(console.data_dir, sid)
-    before = tree_digest(console.data_dir)
+    store.damage_tail(sid)
+    before = store.digest()
     for path in (f"/sessions/{sid}", f"/sessions/{sid}/events", "/"):
         reply = console.get(path)
         assert reply.status == 200, path
@@ -174,24 +176,26 @@ def test_damaged_session_is_shown_read_only_from_its_prefix(
     page = console.get(f"/sessions/{sid}")
     assert "Damaged session" in page.body and "validated prefix" in page.body
     assert 'data-node-id="node_' in page.body
-    assert tree_digest(console.data_dir) == before
+    assert store.digest() == before
 
 
 def test_a_session_whose_head_is_unreadable_is_still_a_page(
-    console: RunningConsole, engine: Engine
+    console: RunningConsole, store: Store, engine: Engine
 ) -> None:
     sid, _ = started(engine)
-    manifest = console.data_dir / "sessions" / sid / "manifest.jsonl"
-    lines = manifest.read_bytes().splitlines(keepends=True)
-    manifest.write_bytes(b"{not json\n" + b"".join(lines[1:]))
+    store.damage_head(sid)
+    kind = store.open().sessions.health(sid).unwrap().kind
+    assert kind in ("corrupt_head", "corrupt_tail")  # files: head; PostgreSQL: first segment
     page = console.get(f"/sessions/{sid}")
-    assert page.status == 200 and "corrupt_head" in page.body
+    assert page.status == 200 and f"Damaged session ({kind})" in page.body
     assert "holds no run" in page.body
 
 
-def test_reading_every_page_writes_nothing(console: RunningConsole, engine: Engine) -> None:
+def test_reading_every_page_writes_nothing(
+    console: RunningConsole, store: Store, engine: Engine
+) -> None:
     sid = forked_blocked_looped(engine)
-    before = tree_digest(console.data_dir)
+    before = store.digest()
     page = console.get(f"/sessions/{sid}")
     nodes = sorted(set(re.findall(r'data-node-id="(node_[a-z0-9]+)"', page.body)))
     assert len(nodes) == 7, "prep, its fork, review, checkpoint, blocked, review, done"
@@ -203,4 +207,4 @@ def test_reading_every_page_writes_nothing(console: RunningConsole, engine: Engi
         *(f"/sessions/{sid}/nodes/{n}" for n in nodes),
     ]:
         assert console.get(path).status == 200, path
-    assert tree_digest(console.data_dir) == before
+    assert store.digest() == before

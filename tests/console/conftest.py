@@ -259,8 +259,11 @@ def _browser_unavailable(reason: str) -> None:
     pytest.skip(message)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
+    """One Chromium for the console's tests, closed when they are done: Playwright's sync
+    API keeps an event loop running in this thread while it is open, which other test
+    packages (anyio, the MCP client) must not find."""
     if not Path(CHROMIUM).exists() or shutil.which(CHROMIUM) is None:
         _browser_unavailable("not installed")
     try:

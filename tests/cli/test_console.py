@@ -46,8 +46,11 @@ def test_console_prints_its_url_serves_and_stops(data_dir: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.stderr is not None
-    assert "Traceback" not in proc.stderr.read()
+        assert proc.stderr is not None and proc.stdout is not None
+        errors = proc.stderr.read()
+        proc.stderr.close()
+        proc.stdout.close()
+    assert "Traceback" not in errors
     assert not (data_dir / "keys").exists(), "the console loads no keyring, so it writes none"
 
 

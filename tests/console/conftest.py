@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import hashlib
 import http.client
-import os
 import shutil
 import socket
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 import psycopg
@@ -24,6 +23,7 @@ from tests.conftest import REFERENCE
 from tests.console.scenarios import damage_tail
 from tests.engine.conftest import engine_over
 from tests.engine.helpers import tree_digest
+from tests.services import missing
 from workrail.app import build_console, open_backend, open_backend_at
 from workrail.config import Overrides, WorkrailConfig, load_config
 from workrail.console.security import Guard
@@ -61,7 +61,8 @@ def console_config(
         cwd=project,
     )
     assert isinstance(loaded, Success)
-    return loaded.unwrap()
+    config: WorkrailConfig = loaded.unwrap()
+    return config
 
 
 @dataclass
@@ -252,11 +253,8 @@ def console(store: Store) -> Iterator[RunningConsole]:
 # --- the browser ---------------------------------------------------------------------------
 
 
-def _browser_unavailable(reason: str) -> None:
-    message = f"browser tests need Debian's chromium at {CHROMIUM}: {reason}"
-    if os.environ.get("CI") == "true":
-        pytest.fail(message + " (scripts/ci_services.sh installs it)")
-    pytest.skip(message)
+def _browser_unavailable(reason: str) -> NoReturn:
+    missing("Chromium", f"{CHROMIUM}: {reason}")
 
 
 @pytest.fixture(scope="package")

@@ -153,7 +153,12 @@ def test_hostile_markdown_stays_inert(page: Any, console: RunningConsole, engine
     )
     sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
     dialogs: list[str] = []
-    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+
+    def on_dialog(dialog: Any) -> None:
+        dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", on_dialog)
     _open(page, console, f"/sessions/{sid}")
     _node(page, "prep").first.click()
     panel = page.locator("#node-panel")

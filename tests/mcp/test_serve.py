@@ -85,6 +85,7 @@ def test_fence_routes_refuse_a_foreign_host_header(data_dir: Path, fence: FenceS
         assert http.get(CHECKPOINT_PATH).status_code == 200
         foreign = http.get(CHECKPOINT_PATH, headers={"Host": "attacker.example:8000"})
         assert foreign.status_code == 421
+        assert foreign.json()["error"]["code"] == "INVALID_INPUT"
 
 
 async def test_effect_checkpoint_claim_in_memory(full_client: Client) -> None:

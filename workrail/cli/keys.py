@@ -9,7 +9,7 @@ from returns.result import Failure
 from rich.markup import escape
 
 from workrail.cli.context import Cli
-from workrail.core.errors import envelope
+from workrail.core.errors import CATALOG, envelope
 
 
 def run_rotate(cli: Cli) -> int:
@@ -17,9 +17,11 @@ def run_rotate(cli: Cli) -> int:
     rotated = backend.keyring.rotate()
     if isinstance(rotated, Failure):
         problem = rotated.failure()
+        # Only keyring and store-reachability codes are on the wire (the catalogue's).
+        code = problem.code if problem.code in CATALOG else "KEYRING_IO_ERROR"
         return cli.fail(
             envelope(
-                problem.code,
+                code,
                 f"Could not rotate the keyring: {problem.message}",
                 "Nothing was changed; fix the store and run the command again.",
             )

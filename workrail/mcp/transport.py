@@ -26,6 +26,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from workrail.config import LogSettings
+from workrail.core.errors import envelope
 from workrail.engine.api import Engine
 from workrail.mcp.server import build_server
 
@@ -73,7 +74,14 @@ def _loopback_only(route: Route) -> Route:
 
     async def guarded(request: Request) -> Response:
         if _host_of(request.headers.get("host", "")) not in LOOPBACK_HOSTS:
-            return JSONResponse({"error": "Invalid Host header"}, status_code=421)
+            refused = envelope(
+                "INVALID_INPUT",
+                "Invalid Host header: this server answers only requests addressed to a "
+                "loopback host.",
+                "Send the request to 127.0.0.1 (or localhost), or start the server with --host "
+                "to listen on another address.",
+            )
+            return JSONResponse({"ok": False, "error": refused}, status_code=421)
         return await endpoint(request)
 
     return Route(route.path, guarded, methods=sorted(route.methods or ()), name=route.name)

@@ -15,6 +15,7 @@ import pytest
 
 from tests.engine.conftest import engine_over
 from tests.engine.helpers import err, tree_digest
+from tests.services import require_binary
 from tests.store.test_local_store import writer_in_another_process
 from workrail.engine.api import Engine
 from workrail.engine.lifecycle import PruneRequest
@@ -116,8 +117,8 @@ def _git_repo(path: Path) -> str:
     return run("rev-parse", "HEAD").stdout.strip()
 
 
-@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 def test_start_records_git_observations_and_the_workspace(data_dir: Path, tmp_path: Path) -> None:
+    require_binary("git", "git")
     head = _git_repo(tmp_path / "repo")
     backend = LocalBackend.open(data_dir)
     base = engine_over(backend)

@@ -1,13 +1,16 @@
 from __future__ import annotations
 
+import errno
+import os
 import shutil
+import subprocess
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.services import SKIP_PREFIX
+from tests.services import SKIP_PREFIX, missing
 from tests.services.postgres import PostgresCluster, start_cluster
 
 # A copy of the data written by the reference implementation (spec fixtures).
@@ -79,3 +82,47 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             f"{service}: {count} {tests} did not run — {why[service]}; under CI=true they "
             "fail instead"
         )
+
+
+class SmallDisk:
+    """A tiny real file system (tmpfs) that tests fill to ENOSPC and free again."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._ballast = root / "ballast"
+
+    def fill(self) -> None:
+        """Write until the file system refuses a single further byte."""
+        with open(self._ballast, "ab", buffering=0) as f:
+            for size in (1 << 20, 1 << 12, 1):
+                while True:
+                    try:
+                        f.write(b"\0" * size)
+                    except OSError as exc:
+                        if exc.errno != errno.ENOSPC:
+                            raise
+                        break
+
+    def free(self) -> None:
+        self._ballast.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[SmallDisk]:
+    """A 4 MiB tmpfs mounted under tmp_path (mounting needs root, which the suite has).
+    Where mounting is impossible the test is skipped, and fails under CI."""
+    mountpoint = tmp_path / "small-disk"
+    mountpoint.mkdir()
+    try:
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=4m,mode=0700", "tmpfs", str(mountpoint)],
+            check=True,
+            capture_output=True,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        missing("a mountable tmpfs", f"mount failed ({exc})", "run the tests as root")
+    try:
+        yield SmallDisk(mountpoint)
+    finally:
+        subprocess.run(["umount", "-l", str(mountpoint)], capture_output=True, timeout=30)

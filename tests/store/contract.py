@@ -4,14 +4,22 @@ unchanged against every backend."""
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 from returns.result import Failure, Result, Success
 
+from tests.conftest import REFERENCE
 from tests.store.plans import Chain, advance_plan, new_id
 from workrail.core.events import DomainEvent
 from workrail.store.errors import StoreError
@@ -25,6 +33,8 @@ from workrail.store.ports import (
 )
 
 Reopen = Callable[[], SessionStore]
+ROOT = Path(__file__).resolve().parents[2]
+MULTI_SEGMENT_SESSION = "sess_akuobhxpaal3j6jgnpsnzywq2u"  # reference data: 7 appends
 HoldWriter = Callable[[str], AbstractContextManager[None]]
 
 
@@ -33,6 +43,40 @@ def append(store: SessionStore, session_id: str, plan: AppendPlan) -> Any:
         return txn.append(plan)
 
     return store.write(session_id, write)
+
+
+def _multi_segment_bundle(tmp_path: Path) -> Path:
+    """A bundle of a reference session with several appends, as a file."""
+    from workrail.bundle.export import bundle_bytes, export_session
+    from workrail.bundle.rename import rename_session
+    from workrail.bundle.validate import check_bundle
+    from workrail.store.local.backend import LocalBackend
+
+    source = tmp_path / "bundle-source"
+    shutil.copytree(REFERENCE / "data", source)
+    exported = export_session(
+        LocalBackend.open(source),
+        MULTI_SEGMENT_SESSION,
+        bundle_id="bundle_fixedfortestsfixedfortest",
+        exported_at="2026-01-02T03:04:05.678Z",
+        app_version="0.1.0",
+    ).unwrap()
+    # Under a fresh id, so backends whose tests share one database never see it taken.
+    renamed = check_bundle(rename_session(exported, new_id("sess"))).unwrap().bundle
+    path = tmp_path / "bundle.json"
+    path.write_bytes(bundle_bytes(renamed))
+    return path
+
+
+def _import_child(env: dict[str, str], bundle: Path, kill_after: int) -> Any:
+    return subprocess.run(
+        [sys.executable, "-m", "tests.bundle.import_child", str(bundle), str(kill_after)],
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def events_of(store: SessionStore, session_id: str) -> list[DomainEvent]:
@@ -52,6 +96,31 @@ class SessionStoreContract:
     @pytest.fixture
     def store(self) -> SessionStore:
         raise NotImplementedError
+
+    @pytest.fixture
+    def backend_env(self) -> dict[str, str]:
+        """Environment variables that make `workrail` (the composition root) open this
+        backend's storage in a child process."""
+        raise NotImplementedError
+
+    @pytest.mark.parametrize("kill_after", [1, 4])
+    def test_a_killed_import_leaves_no_session_and_the_retry_keeps_the_id(
+        self, reopen: Any, backend_env: dict[str, str], tmp_path: Path, kill_after: int
+    ) -> None:
+        bundle = _multi_segment_bundle(tmp_path)
+        session_id = json.loads(bundle.read_bytes())["session"]["sessionId"]
+        killed = _import_child(backend_env, bundle, kill_after)
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        fresh = reopen()
+        assert fresh.exists(session_id).unwrap() is False
+        assert session_id not in fresh.list_ids().unwrap()
+        assert fresh.health(session_id).unwrap().kind == "healthy"
+        assert events_of(fresh, session_id) == []
+        retried = _import_child(backend_env, bundle, -1)
+        assert retried.returncode == 0, retried.stderr
+        result = json.loads(retried.stdout)
+        assert (result["sessionId"], result["renamed"]) == (session_id, False)
+        assert len(events_of(reopen(), session_id)) == result["eventCount"]
 
     def test_damaged_append_makes_the_session_corrupt_and_read_only(
         self, store: Any, reopen: Any, damage: Any
@@ -550,6 +619,8 @@ class ProjectionPropertyContract:
 
 def _play(backend: Any, sequence: list[tuple[str, int, str]]) -> None:
     from workrail.bundle.export import bundle_bytes, export_session
+    from workrail.bundle.rename import rename_session
+    from workrail.bundle.validate import check_bundle
     from workrail.bundle.import_ import import_bundle
     from workrail.core.lifecycle import SessionLifecycle
     from workrail.engine.imported import tokens_for_import

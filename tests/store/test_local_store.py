@@ -55,6 +55,10 @@ class TestLocalSessionStore(SessionStoreContract):
         return LocalBackend.open(data_dir).sessions
 
     @pytest.fixture
+    def backend_env(self, data_dir: Path) -> dict[str, str]:
+        return {"WORKRAIL_DATA_DIR": str(data_dir), "WORKRAIL_STORE_URL": ""}
+
+    @pytest.fixture
     def watch(self, data_dir: Path) -> Any:
         return LocalBackend.open(data_dir).watch
 

@@ -1,14 +1,15 @@
 """Bundle error values: a closed set of codes, each with the offending path and a message
-that says what to do. Nothing here is retryable: a bad bundle stays bad, and a store that
-failed needs a person. Each code's suggestion and status live in the product's catalogue
+that says what to do. Nothing here is retryable (a bad bundle stays bad, and a store that
+failed needs a person) except a store that was busy or out of space (`retry_for`). Each code's suggestion and status live in the product's catalogue
 (workrail/core/errors.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, get_args
 
-from workrail.core.errors import envelope, spec_of
+from workrail.core.errors import STORE_RETRY_MS, Retry, envelope, retry_after_ms, spec_of
 
 BundleCode = Literal[
     # the reference's closed validation set (60-bundles §4)
@@ -75,7 +76,19 @@ def pointer(*parts: str | int) -> str:
     return "/".join(str(p) for p in parts)
 
 
+def retry_for(details: Mapping[str, Any]) -> Retry | None:
+    """A bundle stays bad, so bundle failures are not retryable; the exception is a store
+    that was busy or could not write (a full disk, `details.retryable`): then the same
+    bundle imports once it recovers."""
+    return retry_after_ms(STORE_RETRY_MS) if details.get("retryable") else None
+
+
 def to_envelope(err: BundleError) -> dict[str, Any]:
     """The product's envelope for a bundle failure (MCP tools, `--json`):
     `{code, message, retry, details: {suggestion, path, ...}}`."""
-    return envelope(err.code, err.message, details={**err.details, "path": err.path})
+    return envelope(
+        err.code,
+        err.message,
+        retry=retry_for(err.details),
+        details={**err.details, "path": err.path},
+    )

@@ -236,7 +236,13 @@ def _put_all(
     for ref, value in items.items():
         put = store.put(value)
         if isinstance(put, Failure):
-            return BundleError(code, f"Cannot store {noun} {ref}: {put.failure().message}", ref)
+            problem = put.failure()
+            details: dict[str, Any] = {"storeCode": problem.code}
+            if problem.retryable:
+                details["retryable"] = True
+            return BundleError(
+                code, f"Cannot store {noun} {ref}: {problem.message}", ref, details
+            )
         stored = put.unwrap()
         if stored != ref:
             return BundleError(code, f"{noun.capitalize()} {ref} was stored as {stored}", ref)
@@ -266,7 +272,10 @@ def _store_error(error: StoreError, session_id: str) -> BundleError:
     details: dict[str, Any] = {"storeCode": error.code}
     if error.health is not None:
         details["health"] = error.health.to_json()
-    hint = " Retry shortly." if error.retryable else ""
+    hint = ""
+    if error.retryable:
+        details["retryable"] = True
+        hint = " The session was not stored; retry the import later."
     return BundleError(
         "IMPORT_SESSION_STORE_ERROR",
         f"Writing session {session_id} failed ({error.code}: {error.message}).{hint}",

@@ -110,6 +110,20 @@ def unavailable(detail: str) -> EngineError:
     )
 
 
+def storage_fault(detail: str) -> EngineError:
+    """The store could not write (disk full, quota, I/O error): nothing was acknowledged,
+    and the same call succeeds once the storage recovers."""
+    return error(
+        "STORE_UNAVAILABLE",
+        f"The session store cannot write right now: {detail}",
+        "Nothing was acknowledged. Send the same call again later (it is safe: a write that "
+        "did land is answered from the log, never repeated); ask a person to free disk "
+        "space or check the storage device.",
+        retry=Retry("retryable_after_ms", STORE_RETRY_MS),
+        storeCode="STORAGE_FAULT",
+    )
+
+
 def workflow_not_found(workflow_id: str) -> EngineError:
     return error(
         "NOT_FOUND",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from workrail.engine.errors import EngineError, error, locked, unavailable
+from workrail.engine.errors import EngineError, error, locked, storage_fault, unavailable
 from workrail.store.errors import StoreError
 
 Operation = Literal["start", "advance", "rehydrate", "checkpoint"]
@@ -17,6 +17,8 @@ def from_store(failure: object, operation: Operation) -> EngineError:
     assert isinstance(failure, StoreError)
     if failure.code == "STORE_UNAVAILABLE":
         return unavailable(failure.message)
+    if failure.code == "STORAGE_FAULT":
+        return storage_fault(failure.message)
     if failure.retryable:
         return locked()
     if failure.code == "SESSION_NOT_HEALTHY":

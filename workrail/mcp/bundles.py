@@ -16,7 +16,7 @@ from typing import Any
 from returns.result import Failure, Result, Success
 
 from workrail import __version__
-from workrail.bundle.errors import BundleError, ErrorCode, to_envelope
+from workrail.bundle.errors import BundleError, ErrorCode, retry_for, to_envelope
 from workrail.core.errors import envelope
 from workrail.engine.api import Engine
 from workrail.engine.errors import EngineError, error
@@ -38,7 +38,9 @@ class BundleToolError:
         return BundleToolError(err.code, err.message, to_envelope(err)["details"])
 
     def to_envelope(self) -> dict[str, Any]:
-        return envelope(self.code, self.message, details=self.details)
+        return envelope(
+            self.code, self.message, retry=retry_for(self.details), details=self.details
+        )
 
 
 BundleResponse = Result[dict[str, Any], BundleToolError | EngineError]

@@ -1,41 +1,199 @@
 """Small durable-file helpers: atomic publication (unique temp file + fsync + rename +
-directory fsync), directory creation that is itself durable, and synced writes.
+directory fsync), directory creation that is itself durable, synced writes, and reads
+that never follow a link or block on a FIFO.
+
+Inside the data directory nothing is followed: every directory below the root is checked
+with `lstat` (and created 0700 when missing, whatever the umask), every file is opened
+with `O_NOFOLLOW` and must be a regular file (`S_ISREG`) once open. A planted symlink,
+FIFO, socket, device or directory where a file belongs is an `UnsafePath` error, never a
+write to somewhere else and never a hang. The root itself may be a symlink: that is the
+operator's choice of where the data lives.
 
 Every regular file the store creates has mode 0600, as the reference does.
 """
 
 from __future__ import annotations
 
+import errno
+import logging
 import os
+import stat
 import tempfile
 from pathlib import Path
 
 FILE_MODE = 0o600
+DIR_MODE = 0o700
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NOT_OWNER_ONLY = 0o077
+
+log = logging.getLogger("workrail.store")
+
+
+class UnsafePath(OSError):
+    """A path inside the data directory that is not the plain file or directory it must
+    be (a symlink, FIFO, socket, device, or the wrong kind). Never followed, never read."""
+
+    def __init__(self, path: Path | str, what: str) -> None:
+        super().__init__(errno.EINVAL, f"{path} is {what}, not a plain file or directory")
+        self.path = str(path)
+        self.what = what
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+class NotPrivate(OSError):
+    """A secret (a signing key) that someone other than this user owns or can read or
+    write, or that sits in a directory others can write: whoever can change it can forge
+    tokens, so it is refused unless the operator allowed it explicitly."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(errno.EPERM, message)
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def kind_of(mode: int) -> str:
+    """What a file-type mode is, for people."""
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    return "a special file"
 
 
 def fsync_dir(path: Path) -> None:
     """fsync a directory so a rename or create inside it is durable."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | _CLOEXEC)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
 
 
+def _make_dir(directory: Path) -> bool:
+    """Create one directory 0700 (exactly, whatever the umask); False if it appeared first."""
+    try:
+        os.mkdir(directory, DIR_MODE)
+    except FileExistsError:
+        return False
+    os.chmod(directory, DIR_MODE)
+    fsync_dir(directory.parent)
+    return True
+
+
 def ensure_dir(path: Path) -> None:
     """`mkdir -p` whose new entries survive a power loss: each directory created here is
-    made durable by fsyncing its parent."""
+    0700 and made durable by fsyncing its parent. Existing ancestors may be symlinks;
+    use `ensure_tree` for paths inside the data directory."""
     missing: list[Path] = []
     current = path
     while not current.exists():
         missing.append(current)
         current = current.parent
     for directory in reversed(missing):
+        _make_dir(directory)
+
+
+def ensure_tree(root: Path, path: Path, *, create: bool = True) -> bool:
+    """Check (and with `create`, make) every directory from `root` down to `path`.
+
+    `root` may be a symlink and is created like `ensure_dir`; each component below it must
+    be a real directory (checked with `lstat`), else `UnsafePath`. Returns whether `path`
+    exists afterwards (always True with `create`)."""
+    if create:
+        ensure_dir(root)
+    current = root
+    for part in path.relative_to(root).parts:
+        current = current / part
         try:
-            directory.mkdir()
-        except FileExistsError:
-            continue
-        fsync_dir(directory.parent)
+            st = os.lstat(current)
+        except FileNotFoundError:
+            if not create:
+                return False
+            if _make_dir(current):
+                continue
+            st = os.lstat(current)
+        if not stat.S_ISDIR(st.st_mode):
+            raise UnsafePath(current, kind_of(st.st_mode))
+    return True
+
+
+def open_regular(path: Path, flags: int = os.O_RDONLY, mode: int = FILE_MODE) -> int:
+    """`os.open` that refuses anything but a regular file: a symlink is not followed, and a
+    FIFO is never waited on (opened non-blocking, then refused by its type)."""
+    try:
+        fd = os.open(path, flags | _NOFOLLOW | _NONBLOCK | _CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR):
+            try:
+                st = os.lstat(path)
+            except OSError:
+                raise exc from None
+            raise UnsafePath(path, kind_of(st.st_mode)) from exc
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafePath(path, kind_of(st.st_mode))
+        if _NONBLOCK:
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(path: Path) -> bytes:
+    """All bytes of a regular file (see `open_regular`)."""
+    fd = open_regular(path)
+    with os.fdopen(fd, "rb") as f:
+        return f.read()
+
+
+def _privacy_problem(st: os.stat_result, *, directory: bool) -> str | None:
+    euid = os.geteuid()
+    if st.st_uid != euid:
+        return f"is owned by uid {st.st_uid}, not by this user (uid {euid})"
+    if directory and st.st_mode & 0o022:
+        return f"is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
+    if not directory and st.st_mode & _NOT_OWNER_ONLY:
+        return f"is accessible by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
+def read_private(path: Path, *, allow_shared: bool = False) -> bytes:
+    """A secret's bytes: a regular file owned by this user with no access for group or
+    others, in a directory owned by this user that no one else can write. Otherwise
+    `NotPrivate` (or, with `allow_shared`, a logged warning). Raises FileNotFoundError
+    when absent and `UnsafePath` for a link or non-regular file."""
+    fd = open_regular(path)
+    with os.fdopen(fd, "rb") as f:
+        problems = []
+        own = _privacy_problem(os.fstat(f.fileno()), directory=False)
+        if own is not None:
+            problems.append(f"{path} {own}")
+        parent = _privacy_problem(os.lstat(path.parent), directory=True)
+        if parent is not None:
+            problems.append(f"its directory {path.parent} {parent}")
+        if problems:
+            message = "; ".join(problems)
+            if not allow_shared:
+                raise NotPrivate(message)
+            log.warning("using %s although %s (allowed by configuration)", path, message)
+        return f.read()
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -47,18 +205,28 @@ def write_all(fd: int, data: bytes) -> None:
 
 
 def write_synced(path: Path, data: bytes) -> None:
-    """Create or truncate `path` (0600), write `data`, fsync, close."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    """Create `path` afresh (0600), write `data`, fsync, close; on failure remove it again.
+    Whatever was at `path` is unlinked first and the new file is created with O_EXCL, so a
+    symlink planted there is removed, never written through."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, FILE_MODE)
     try:
         write_all(fd, data)
         os.fsync(fd)
-    finally:
+    except BaseException:
         os.close(fd)
+        os.unlink(path)  # ours (O_EXCL): a half-written file helps nobody, on a full disk least
+        raise
+    os.close(fd)
 
 
 def _synced_temp(path: Path, data: bytes) -> Path:
     """A fully written, fsync'd temp file beside `path` with a name no other writer uses,
-    so concurrent writers of the same path never truncate each other's bytes."""
+    so concurrent writers of the same path never truncate each other's bytes (mkstemp
+    creates it with O_EXCL and does not follow links)."""
     fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         write_all(fd, data)
@@ -71,20 +239,28 @@ def _synced_temp(path: Path, data: bytes) -> Path:
     return Path(name)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Publish `data` at `path` atomically and durably (last writer wins)."""
-    ensure_dir(path.parent)
+def atomic_write(path: Path, data: bytes, *, root: Path | None = None) -> None:
+    """Publish `data` at `path` atomically and durably (last writer wins). With `root`,
+    the directories from `root` down are checked as by `ensure_tree`."""
+    if root is None:
+        ensure_dir(path.parent)
+    else:
+        ensure_tree(root, path.parent)
     tmp = _synced_temp(path, data)
     os.replace(tmp, path)
     fsync_dir(path.parent)
 
 
-def create_exclusive(path: Path, data: bytes) -> bool:
+def create_exclusive(path: Path, data: bytes, *, root: Path | None = None) -> bool:
     """Publish `data` at `path` only if nothing is there yet (first writer wins), durably.
 
-    Returns False, writing nothing, when `path` already exists.
+    Returns False, writing nothing, when `path` already exists (a dangling symlink
+    included: link(2) does not follow it).
     """
-    ensure_dir(path.parent)
+    if root is None:
+        ensure_dir(path.parent)
+    else:
+        ensure_tree(root, path.parent)
     tmp = _synced_temp(path, data)
     try:
         os.link(tmp, path)

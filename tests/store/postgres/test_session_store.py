@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -23,6 +24,10 @@ class TestPostgresSessionStore(SessionStoreContract):
     @pytest.fixture
     def store(self, pg_backend: PostgresBackend) -> Any:
         return pg_backend.sessions
+
+    @pytest.fixture
+    def backend_env(self, module_db_url: str, tmp_path: Path) -> dict[str, str]:
+        return {"WORKRAIL_STORE_URL": module_db_url, "WORKRAIL_DATA_DIR": str(tmp_path)}
 
     @pytest.fixture
     def watch(self, pg_backend: PostgresBackend) -> Any:

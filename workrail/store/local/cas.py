@@ -1,6 +1,7 @@
 """Content-addressed stores: execution snapshots (`snapshots/`) and pinned compiled
 workflows (`workflows/pinned/`). Files are JCS bytes named by their own sha256, written once
-and atomically, and verified against their name on every first read."""
+and atomically, and verified against their name on every first read. Nothing is followed: a link or a
+non-regular file under a content name is refused on read and replaced on write."""
 
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ from workrail.core.canonical import (
     is_digest,
     sha256_digest,
 )
-from workrail.store.errors import StoreError, StoreErrorCode
-from workrail.store.fsio import atomic_write
+from workrail.store.errors import StoreError, StoreErrorCode, io_error
+from workrail.store.fsio import UnsafePath, atomic_write, read_regular
 from workrail.store.local.layout import Layout, UnsafeReference
 from workrail.store.ports import LIST_PAGE_MAX, StoredRef
 
@@ -56,25 +57,23 @@ class _ContentStore:
         path = self._path(ref)
         if ref in self._cache:
             try:
-                os.utime(path)
+                os.utime(path, follow_symlinks=False)
                 return Success(ref)
             except FileNotFoundError:
                 self._forget(ref)
             except OSError as exc:
-                return Failure(
-                    StoreError("SESSION_STORE_IO_ERROR", f"cannot refresh {path.name}: {exc}")
-                )
+                return Failure(io_error(exc, "SESSION_STORE_IO_ERROR", f"cannot refresh {path.name}"))
         try:
             try:
-                if path.read_bytes() == data:
-                    os.utime(path)
+                if read_regular(path) == data:
+                    os.utime(path, follow_symlinks=False)
                     self._remember(ref, value)
                     return Success(ref)
-            except FileNotFoundError:
-                pass
-            atomic_write(path, data)
+            except (FileNotFoundError, UnsafePath):
+                pass  # absent, or not a plain file: published afresh (rename replaces a link)
+            atomic_write(path, data, root=self._layout.root)
         except OSError as exc:
-            return Failure(StoreError("SESSION_STORE_IO_ERROR", f"cannot write {path.name}: {exc}"))
+            return Failure(io_error(exc, "SESSION_STORE_IO_ERROR", f"cannot write {path.name}"))
         self._remember(ref, value)
         return Success(ref)
 
@@ -89,11 +88,13 @@ class _ContentStore:
         except UnsafeReference as exc:
             return Failure(StoreError("INVALID_REFERENCE", str(exc)))
         try:
-            data = path.read_bytes()
+            data = read_regular(path)
         except FileNotFoundError:
             return Success(None)
+        except UnsafePath as exc:
+            return Failure(StoreError(self._error_code, f"{path.name}: {exc.what}, not a file"))
         except OSError as exc:
-            return Failure(StoreError(self._error_code, f"cannot read {path.name}: {exc}"))
+            return Failure(io_error(exc, self._error_code, f"cannot read {path.name}"))
         if sha256_digest(data) != ref:
             return Failure(StoreError(self._error_code, f"{path.name}: content does not match"))
         try:
@@ -138,7 +139,7 @@ class _ContentStore:
             if len(page) >= max(0, min(limit, LIST_PAGE_MAX)):
                 break
             try:
-                st = os.stat(self._path(ref))
+                st = os.lstat(self._path(ref))
             except FileNotFoundError:
                 continue
             except OSError as exc:

@@ -15,7 +15,7 @@ from returns.result import Failure, Result, Success
 from workrail.core.canonical import canonical_bytes
 from workrail.core.lifecycle import DEFAULT_LIFECYCLE, SessionLifecycle
 from workrail.store.errors import StoreError
-from workrail.store.fsio import atomic_write
+from workrail.store.fsio import atomic_write, read_regular
 from workrail.store.local.layout import Layout, UnsafeReference
 from workrail.store.local.session_store import LocalSessionStore
 
@@ -48,7 +48,7 @@ class LocalLifecycleStore:
         except UnsafeReference as exc:
             return Failure(StoreError("INVALID_REFERENCE", str(exc)))
         try:
-            raw = json.loads(path.read_bytes())
+            raw = json.loads(read_regular(path))
         except FileNotFoundError:
             return Success(DEFAULT_LIFECYCLE)
         except (OSError, ValueError):
@@ -60,9 +60,9 @@ class LocalLifecycleStore:
 
         def write(session_dir: Path) -> Result[bool, StoreError]:
             path = session_dir / LIFECYCLE_FILE
-            atomic_write(path, data)
+            atomic_write(path, data, root=self._layout.root)
             if self._observer is not None:
-                st = os.stat(path)
+                st = os.lstat(path)
                 self._observer.lifecycle_changed(
                     session_id, lifecycle, datetime.fromtimestamp(st.st_mtime, UTC)
                 )

@@ -25,8 +25,10 @@ from typing import ClassVar
 
 from filelock import FileLock, Timeout
 
-from workrail.store.errors import StoreError
+from workrail.store.errors import StoreError, io_error
 from workrail.store.fsio import ensure_dir
+
+_CREATE_ATTEMPTS = 3
 
 
 class WriterLock:
@@ -47,15 +49,24 @@ class WriterLock:
             return StoreError("SESSION_LOCK_REENTRANT", "this thread already writes the session")
         if not self._guard.acquire(blocking=False):
             return StoreError("SESSION_LOCKED", "another writer in this process holds the session")
-        try:
-            ensure_dir(self._session_dir)
-            self._file_lock.acquire()
-        except Timeout:
-            self._guard.release()
-            return StoreError("SESSION_LOCKED", "another process holds the session")
-        except OSError as exc:
-            self._guard.release()
-            return StoreError("SESSION_STORE_IO_ERROR", f"cannot take the session lock: {exc}")
+        for attempt in range(_CREATE_ATTEMPTS):
+            try:
+                ensure_dir(self._session_dir)
+                self._file_lock.acquire()
+                break
+            except Timeout:
+                self._guard.release()
+                return StoreError("SESSION_LOCKED", "another process holds the session")
+            except FileNotFoundError as exc:
+                # A writer that created nothing removes the empty directory after it lets
+                # go of the lock; this one was taken from under us, so make it again.
+                if attempt + 1 < _CREATE_ATTEMPTS:
+                    continue
+                self._guard.release()
+                return io_error(exc, "SESSION_STORE_IO_ERROR", "cannot take the session lock")
+            except OSError as exc:
+                self._guard.release()
+                return io_error(exc, "SESSION_STORE_IO_ERROR", "cannot take the session lock")
         if self._foreign_owner():
             self._file_lock.release()
             self._guard.release()

@@ -6,6 +6,17 @@ record and its pins are written with one `write` and one `fsync`, and a final ma
 without its newline — an append that was never acknowledged — is treated as absent and cut
 off under the lock before the next append. Corruption anywhere else still fails fast and is
 never repaired.
+
+A write that starts on a session with no manifest creates the session, and is all or
+nothing: its segments are written as usual (orphans until attested) while its manifest
+records go to `manifest.jsonl.tmp`, which is published as `manifest.jsonl` with one
+link(2) only when the write's callback succeeds. A writer killed before that leaves no
+session, only debris the next write under the same id replaces; so an import (several
+appends in one write) is never visible half done.
+
+Nothing inside a session is followed or waited on: the session and events directories
+are checked with `lstat`, files are opened with `O_NOFOLLOW` and must be regular files
+(see `workrail.store.fsio`); anything else makes the session `corrupt_*` with a reason.
 """
 
 from __future__ import annotations
@@ -13,6 +24,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import stat
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -32,7 +44,7 @@ from workrail.core.append import (
 )
 from workrail.core.canonical import CanonicalJsonError, jsonl_line
 from workrail.core.events import DomainEvent
-from workrail.core.health import HEALTHY, Corruption, SessionHealth
+from workrail.core.health import HEALTHY, Corruption, Location, SessionHealth
 from workrail.core.log_reader import (
     CorruptionError,
     check_chain,
@@ -42,10 +54,20 @@ from workrail.core.log_reader import (
     parse_segment,
     pins_of,
 )
-from workrail.core.manifest import ManifestRecord, SegmentClosed, SnapshotPinned
+from workrail.core.manifest import ManifestRecord, SegmentClosed, SnapshotPinned, segment_rel_path
 from workrail.core.session_index import ProjectionError, SessionIndex
-from workrail.store.errors import StoreError
-from workrail.store.fsio import FILE_MODE, ensure_dir, fsync_dir, write_all, write_synced
+from workrail.store.errors import StoreError, io_error
+from workrail.store.fsio import (
+    FILE_MODE,
+    UnsafePath,
+    ensure_tree,
+    fsync_dir,
+    kind_of,
+    open_regular,
+    read_regular,
+    write_all,
+    write_synced,
+)
 from workrail.store.local.layout import Layout, UnsafeReference
 from workrail.store.local.lock import SessionLockRegistry, WriterLock
 from workrail.store.ports import LIST_PAGE_MAX, AppendOutcome, AppendPlan, PrefixLoad, SessionLog
@@ -54,6 +76,10 @@ T = TypeVar("T")
 E = TypeVar("E")
 
 CACHED_SESSIONS = 256
+
+MANIFEST = "manifest.jsonl"
+STAGED_MANIFEST = "manifest.jsonl.tmp"
+"""The manifest of a session being created, published by one link(2) when complete."""
 
 FaultHook = Callable[[str], None]
 """Called at each named step of the append protocol; tests use it to kill the process."""
@@ -131,11 +157,13 @@ class LocalSessionStore:
         return Success(error.health)
 
     def exists(self, session_id: str) -> Result[bool, StoreError]:
+        """A session exists once its manifest does (even a damaged one): a directory that
+        holds only a lock or the debris of an interrupted first write is not a session."""
         try:
             session_dir = self._layout.session_dir(session_id)
         except UnsafeReference as exc:
             return Failure(StoreError("INVALID_REFERENCE", str(exc)))
-        return Success(os.path.lexists(session_dir))
+        return Success(_is_session(session_dir))
 
     def last_activity(self, session_id: str) -> Result[datetime | None, StoreError]:
         """The manifest's mtime: every append ends by writing it."""
@@ -144,32 +172,34 @@ class LocalSessionStore:
         except UnsafeReference as exc:
             return Failure(StoreError("INVALID_REFERENCE", str(exc)))
         try:
-            st = os.stat(session_dir / "manifest.jsonl")
-        except FileNotFoundError:
+            st = os.lstat(session_dir / MANIFEST)
+        except (FileNotFoundError, NotADirectoryError):
             return Success(None)
         except OSError as exc:
-            return Failure(StoreError("SESSION_STORE_IO_ERROR", f"cannot stat manifest: {exc}"))
+            return Failure(io_error(exc, "SESSION_STORE_IO_ERROR", "cannot stat manifest"))
         return Success(datetime.fromtimestamp(st.st_mtime, UTC))
 
     def list_ids(
         self, *, after: str | None = None, limit: int = LIST_PAGE_MAX
     ) -> Result[list[str], StoreError]:
-        """Session directories that carry a well-formed id, ascending, after `after`."""
+        """Sessions (directories with a well-formed id and a manifest), ascending, after
+        `after`."""
         try:
             names = os.listdir(self._layout.sessions_dir)
         except FileNotFoundError:
             return Success([])
         except OSError as exc:
-            return Failure(StoreError("SESSION_STORE_IO_ERROR", f"cannot list sessions: {exc}"))
+            return Failure(io_error(exc, "SESSION_STORE_IO_ERROR", "cannot list sessions"))
         result = []
         for name in names:
             if after is not None and name <= after:
                 continue
             try:
-                self._layout.session_dir(name)
+                session_dir = self._layout.session_dir(name)
             except UnsafeReference:
                 continue
-            result.append(name)
+            if _is_session(session_dir):
+                result.append(name)
         result.sort()
         return Success(result[: max(0, min(limit, LIST_PAGE_MAX))])
 
@@ -181,11 +211,16 @@ class LocalSessionStore:
             return Failure(StoreError("INVALID_REFERENCE", str(exc)))
         entry = _Entry()
         try:
-            data = (session_dir / "manifest.jsonl").read_bytes()
+            present = _check_session_dir(session_dir)
+            data = read_regular(session_dir / MANIFEST) if present else None
         except FileNotFoundError:
-            return Success(PrefixLoad((), (), True, None))
+            data = None
+        except UnsafePath as exc:
+            return Success(PrefixLoad((), (), False, _unsafe(exc, "head")))
         except OSError as exc:
-            return Failure(StoreError("SESSION_STORE_IO_ERROR", f"cannot read manifest: {exc}"))
+            return Failure(io_error(exc, "SESSION_STORE_IO_ERROR", "cannot read manifest"))
+        if data is None:
+            return Success(PrefixLoad((), (), True, None))
         try:
             self._extend(entry, session_dir, data, salvage=True)
             corruption = None
@@ -199,14 +234,20 @@ class LocalSessionStore:
 
     def _load(self, session_id: str, session_dir: Path) -> _Entry | Corruption:
         """Bring the cached entry up to date with disk, reading only what is new."""
-        manifest_path = session_dir / "manifest.jsonl"
+        manifest_path = session_dir / MANIFEST
         try:
-            st = os.stat(manifest_path)
-        except FileNotFoundError:
+            st = os.lstat(manifest_path)
+        except (FileNotFoundError, NotADirectoryError):
+            st = None
+        except OSError as exc:
             self._cache.pop(session_id, None)
-            return _Entry()
+            return Corruption("missing_attested_segment", f"I/O error: {exc}", "head")
         entry = self._cache.get(session_id)
-        if entry is not None and (st.st_ino, st.st_dev) == (entry.ino, entry.dev):
+        if (
+            entry is not None
+            and st is not None
+            and (st.st_ino, st.st_dev) == (entry.ino, entry.dev)
+        ):
             if st.st_size == entry.size and st.st_mtime_ns == entry.mtime_ns:
                 self._cache.move_to_end(session_id)
                 return entry
@@ -214,10 +255,28 @@ class LocalSessionStore:
                 entry = None
         else:
             entry = None
+        try:
+            if not _check_session_dir(session_dir) or st is None:
+                self._cache.pop(session_id, None)
+                return _Entry()
+        except UnsafePath as exc:
+            self._cache.pop(session_id, None)
+            return _unsafe(exc, "head")
         if entry is None:
             entry = _Entry()
         try:
-            with open(manifest_path, "rb") as f:
+            fd = open_regular(manifest_path)
+        except UnsafePath as exc:
+            self._cache.pop(session_id, None)
+            return _unsafe(exc, "head")
+        except FileNotFoundError:
+            self._cache.pop(session_id, None)
+            return _Entry()
+        except OSError as exc:
+            self._cache.pop(session_id, None)
+            return Corruption("missing_attested_segment", f"I/O error: {exc}", "head")
+        try:
+            with os.fdopen(fd, "rb") as f:
                 f.seek(entry.consumed)
                 data = f.read()
                 fst = os.fstat(f.fileno())
@@ -337,20 +396,23 @@ class LocalSessionStore:
             session_dir = self._layout.session_dir(session_id)
         except UnsafeReference as exc:
             return Failure(StoreError("INVALID_REFERENCE", str(exc)))
-        if not (session_dir / "manifest.jsonl").exists():
-            return Success(None)
+        try:
+            if not _check_session_dir(session_dir) or not _is_session(session_dir):
+                return Success(None)
+        except UnsafePath as exc:
+            return Failure(_not_healthy(_unsafe(exc, "head")))
         result: Result[T | None, StoreError]
         with self._writer(session_dir) as acquired:
             if isinstance(acquired, StoreError):
                 return Failure(acquired)
-            if not (session_dir / "manifest.jsonl").exists():
+            if not _is_session(session_dir):
                 result = Success(None)
             else:
                 try:
                     result = fn(session_dir)
                 except OSError as exc:
-                    result = Failure(StoreError("SESSION_STORE_IO_ERROR", str(exc)))
-        if not (session_dir / "manifest.jsonl").exists():
+                    result = Failure(io_error(exc, "SESSION_STORE_IO_ERROR", "session change failed"))
+        if not _is_session(session_dir):
             _remove_if_empty(session_dir)
         return result
 
@@ -394,12 +456,20 @@ class LocalSessionStore:
         """Run `fn` as the session's single writer.
 
         Fails fast with a retryable `SESSION_LOCKED` when another thread, coroutine or
-        process holds the session; never waits. The session must load as healthy.
+        process holds the session; never waits. The session must load as healthy. On a
+        session with no manifest the whole write is published at once, or not at all.
         """
         try:
             session_dir = self._layout.session_dir(session_id)
         except UnsafeReference as exc:
             return Failure(StoreError("INVALID_REFERENCE", str(exc)))
+        try:
+            ensure_tree(self._layout.root, session_dir)
+        except UnsafePath as exc:
+            return Failure(_not_healthy(_unsafe(exc, "head")))
+        except OSError as exc:
+            return Failure(io_error(exc, "SESSION_STORE_IO_ERROR", "cannot create the session"))
+        txn: _Txn | None = None
         with self._writer(session_dir) as acquired:
             if isinstance(acquired, StoreError):
                 return Failure(acquired)
@@ -411,12 +481,23 @@ class LocalSessionStore:
                     if loaded.torn:
                         self._cut_torn_tail(session_id, session_dir, loaded)
                 except OSError as exc:
-                    return Failure(StoreError("SESSION_STORE_IO_ERROR", str(exc)))
-            txn = _Txn(self, session_id, session_dir)
+                    return Failure(io_error(exc, "SESSION_STORE_IO_ERROR", "cannot repair"))
+                creating = not os.path.lexists(session_dir / MANIFEST)
+            txn = _Txn(self, session_id, session_dir, _Entry() if creating else None)
             try:
-                return fn(txn)
+                result: Result[T, E | StoreError] = fn(txn)
+                if txn.staged is not None and isinstance(result, Success) and txn.staged.manifest:
+                    published = self._publish(txn)
+                    if published is not None:
+                        result = Failure(published)
             finally:
                 txn.closed = True
+                if txn.staged is not None and not txn.published:
+                    self._discard(txn)
+        if txn.staged is not None and not txn.published:
+            # Nothing was created: leave no empty directory that looks like a session.
+            _remove_if_empty(session_dir)
+        return result
 
     @contextmanager
     def _writer(self, session_dir: Path) -> Iterator[WriterLock | StoreError]:
@@ -432,8 +513,8 @@ class LocalSessionStore:
 
     def _cut_torn_tail(self, session_id: str, session_dir: Path, entry: _Entry) -> None:
         """Cut off an interrupted, unacknowledged manifest write (we hold the lock)."""
-        path = session_dir / "manifest.jsonl"
-        fd = os.open(path, os.O_WRONLY)
+        path = session_dir / MANIFEST
+        fd = open_regular(path, os.O_WRONLY)
         try:
             if os.fstat(fd).st_size != entry.size:
                 raise OSError("manifest changed while locked; refusing to cut its tail")
@@ -447,7 +528,10 @@ class LocalSessionStore:
 
     def _append(self, txn: _Txn, plan: AppendPlan) -> Result[AppendOutcome, StoreError]:
         with self._locks.state(txn.session_dir):
-            loaded = self._load(txn.session_id, txn.session_dir)
+            if txn.staged is not None:
+                loaded: _Entry | Corruption = txn.staged
+            else:
+                loaded = self._load(txn.session_id, txn.session_dir)
             if isinstance(loaded, Corruption):
                 return Failure(_not_healthy(loaded))
             try:
@@ -464,39 +548,48 @@ class LocalSessionStore:
             except CanonicalJsonError as exc:
                 return Failure(StoreError("SESSION_STORE_INVARIANT_VIOLATION", str(exc)))
             try:
-                self._commit(txn.session_id, txn.session_dir, loaded, plan, segment)
+                self._commit(txn, loaded, plan, segment)
             except OSError as exc:
                 self._cache.pop(txn.session_id, None)
-                return Failure(StoreError("SESSION_STORE_IO_ERROR", str(exc)))
+                if txn.staged is not None:
+                    txn.broken = True
+                return Failure(io_error(exc, "SESSION_STORE_IO_ERROR", "append failed"))
             return Success(AppendOutcome(plan.events, deduplicated=False))
 
-    def _commit(
-        self,
-        session_id: str,
-        session_dir: Path,
-        entry: _Entry,
-        plan: AppendPlan,
-        segment: bytes,
-    ) -> None:
-        """The durable append protocol (spec 10-storage §4, with the group write)."""
+    def _commit(self, txn: _Txn, entry: _Entry, plan: AppendPlan, segment: bytes) -> None:
+        """The durable append protocol (spec 10-storage §4, with the group write). While a
+        session is being created its records go to the staged manifest instead."""
+        session_id, session_dir = txn.session_id, txn.session_dir
+        staged = txn.staged is not None
+        if txn.broken:
+            raise OSError("an earlier append of this write failed; nothing more is written")
         records = manifest_group(session_id, len(entry.manifest), plan, segment)
         closed = records[0]
         assert isinstance(closed, SegmentClosed)
         rel = closed.segmentRelPath
         events_dir = session_dir / "events"
-        ensure_dir(events_dir)
+        ensure_tree(self._layout.root, events_dir)
         final = session_dir / rel
         tmp = final.with_name(final.name + ".tmp")  # the spec's name; we hold the lock
         write_synced(tmp, segment)
         self._fault("after_temp_write")
         os.replace(tmp, final)
+        if staged:
+            txn.segments.append(final)
         fsync_dir(events_dir)
         self._fault("after_rename")
 
         group = b"".join(jsonl_line(r.to_json()) for r in records)
-        manifest_path = session_dir / "manifest.jsonl"
-        created = entry.consumed == 0 and not manifest_path.exists()
-        fd = os.open(manifest_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
+        if staged:
+            manifest_path = session_dir / STAGED_MANIFEST
+            if not entry.manifest:
+                # Debris of an earlier, interrupted creation is replaced, never appended to.
+                write_synced(manifest_path, b"")
+            created = False
+        else:
+            manifest_path = session_dir / MANIFEST
+            created = entry.consumed == 0 and not os.path.lexists(manifest_path)
+        fd = open_regular(manifest_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
         try:
             if self._faults is None:
                 write_all(fd, group)
@@ -512,7 +605,8 @@ class LocalSessionStore:
             os.close(fd)
         if created:
             fsync_dir(session_dir)
-        self._fault("after_manifest")
+        if not staged:
+            self._fault("after_manifest")
 
         for event in plan.events:
             entry.index.apply(event)
@@ -527,11 +621,52 @@ class LocalSessionStore:
             st.st_size,
             st.st_mtime_ns,
         )
-        self._remember(session_id, entry)
+        if not staged:
+            self._remember(session_id, entry)
+            self._tell_committed(session_id, entry, st)
+
+    def _publish(self, txn: _Txn) -> StoreError | None:
+        """Make a created session visible: link the complete staged manifest to its name
+        (link(2) refuses to replace anything), then drop the staged name."""
+        entry = txn.staged
+        assert entry is not None
+        staged = txn.session_dir / STAGED_MANIFEST
+        final = txn.session_dir / MANIFEST
+        try:
+            os.link(staged, final)
+            os.unlink(staged)
+            fsync_dir(txn.session_dir)
+            st = os.lstat(final)
+        except OSError as exc:
+            return io_error(exc, "SESSION_STORE_IO_ERROR", "cannot publish the new session")
+        txn.published = True
+        self._fault("after_manifest")
+        with self._locks.state(txn.session_dir):
+            entry.ino, entry.dev, entry.size, entry.mtime_ns = (
+                st.st_ino,
+                st.st_dev,
+                st.st_size,
+                st.st_mtime_ns,
+            )
+            self._remember(txn.session_id, entry)
+            self._tell_committed(txn.session_id, entry, st)
+        return None
+
+    def _tell_committed(self, session_id: str, entry: _Entry, st: os.stat_result) -> None:
         if self._observer is not None:
             self._observer.committed(
                 entry.view(session_id), datetime.fromtimestamp(st.st_mtime, UTC)
             )
+
+    def _discard(self, txn: _Txn) -> None:
+        """Remove what an unpublished creation wrote (best effort: it is debris either way,
+        never read, and replaced by the next write under this id)."""
+        for path in (txn.session_dir / STAGED_MANIFEST, *txn.segments):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        _remove_if_empty(txn.session_dir / "events")
 
     def _fault(self, step: str) -> None:
         if self._faults is not None:
@@ -545,16 +680,26 @@ class _SalvageStop(Exception):
 
 
 class _Txn:
-    """The write capability handed to a `write` callback; dead once the callback returns."""
+    """The write capability handed to a `write` callback; dead once the callback returns.
 
-    def __init__(self, store: LocalSessionStore, session_id: str, session_dir: Path) -> None:
+    `staged` is the state of a session being created (not yet visible to anyone else)."""
+
+    def __init__(
+        self, store: LocalSessionStore, session_id: str, session_dir: Path, staged: _Entry | None
+    ) -> None:
         self._store = store
         self.session_id = session_id
         self.session_dir = session_dir
+        self.staged = staged
+        self.segments: list[Path] = []
+        self.published = False
+        self.broken = False
         self.closed = False
 
     @property
     def log(self) -> SessionLog:
+        if self.staged is not None:
+            return self.staged.view(self.session_id)
         with self._store._locks.state(self.session_dir):
             loaded = self._store._load(self.session_id, self.session_dir)
         if isinstance(loaded, Corruption):
@@ -568,14 +713,55 @@ class _Txn:
         return self._store._append(self, plan)
 
 
-def _read_segment(session_dir: Path, record: SegmentClosed) -> list[DomainEvent]:
-    path = (session_dir / record.segmentRelPath).resolve()
-    if session_dir.resolve() not in path.parents:
-        raise CorruptionError(
-            Corruption("schema_validation_failed", "segmentRelPath escapes the session", "tail")
-        )
+def _is_session(session_dir: Path) -> bool:
+    """Whether anything was ever committed here: the manifest (of any type) exists."""
+    return os.path.lexists(session_dir / MANIFEST)
+
+
+def _check_session_dir(session_dir: Path) -> bool:
+    """False when absent; `UnsafePath` when it is not a real directory."""
     try:
-        data = path.read_bytes()
+        st = os.lstat(session_dir)
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISDIR(st.st_mode):
+        raise UnsafePath(session_dir, kind_of(st.st_mode))
+    return True
+
+
+def _remove_if_empty(directory: Path) -> None:
+    try:
+        os.rmdir(directory)
+    except OSError:
+        pass
+
+
+def _unsafe(exc: UnsafePath, location: Location) -> Corruption:
+    return Corruption(
+        "missing_attested_segment",
+        f"{exc.path} is {exc.what}; WorkRail reads only plain files and directories inside "
+        "the data directory, and never follows links there",
+        location,
+    )
+
+
+def _read_segment(session_dir: Path, record: SegmentClosed) -> list[DomainEvent]:
+    expected = segment_rel_path(record.firstEventIndex, record.lastEventIndex)
+    if record.segmentRelPath != expected:
+        raise CorruptionError(
+            Corruption(
+                "schema_validation_failed",
+                f"segmentRelPath {record.segmentRelPath!r} does not name events "
+                f"{record.firstEventIndex}..{record.lastEventIndex} ({expected})",
+                "tail",
+            )
+        )
+    path = session_dir / expected
+    try:
+        _check_session_dir(path.parent)
+        data = read_regular(path)
+    except UnsafePath as exc:
+        raise CorruptionError(_unsafe(exc, "tail")) from exc
     except FileNotFoundError as exc:
         raise CorruptionError(
             Corruption(
@@ -593,13 +779,6 @@ def _recent_events(entry: _Entry, records: list[ManifestRecord]) -> list[DomainE
         r.lastEventIndex - r.firstEventIndex + 1 for r in records if isinstance(r, SegmentClosed)
     )
     return entry.events[len(entry.events) - count :] if count else []
-
-
-def _remove_if_empty(directory: Path) -> None:
-    try:
-        directory.rmdir()
-    except OSError:
-        pass
 
 
 def _not_healthy(corruption: Corruption) -> StoreError:

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import errno
-import os
 import shutil
 import subprocess
 from collections import Counter

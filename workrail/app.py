@@ -117,11 +117,13 @@ StartupCode = Literal[
     "STORE_UNAVAILABLE",
     "KEYRING_CORRUPT",
     "KEYRING_IO_ERROR",
+    "KEYRING_INSECURE",
+    "STORAGE_FAULT",
     "FENCE_UNAVAILABLE",
 ]
 """Every code start-up can fail with (each in the catalogue, workrail/core/errors.py)."""
 _KEYRING_CODES: Final[frozenset[str]] = frozenset(
-    {"KEYRING_CORRUPT", "KEYRING_IO_ERROR", "STORE_UNAVAILABLE"}
+    {"KEYRING_CORRUPT", "KEYRING_IO_ERROR", "KEYRING_INSECURE", "STORAGE_FAULT", "STORE_UNAVAILABLE"}
 )
 
 
@@ -139,7 +141,9 @@ class StartupError:
 def open_backend(config: WorkrailConfig) -> Result[Backend, StartupError]:
     """The backend the configuration names: files in the data directory, or PostgreSQL."""
     if config.store_url is None:
-        return Success(LocalBackend.open(config.data_dir))
+        return Success(
+            LocalBackend.open(config.data_dir, allow_insecure_keys=config.allow_insecure_keys)
+        )
     return open_backend_at(config.store_url)
 
 
@@ -180,7 +184,12 @@ def open_fence(config: WorkrailConfig) -> Result[FenceService, StartupError]:
 
     try:
         return Success(
-            open_fence_service(config.data_dir, config.fence.url, config.fence.limits)
+            open_fence_service(
+                config.data_dir,
+                config.fence.url,
+                config.fence.limits,
+                allow_insecure_key=config.allow_insecure_keys,
+            )
         )
     except ValueError as exc:
         return Failure(StartupError("CONFIG_INVALID", f"effect_checkpoint: {exc}"))

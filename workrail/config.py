@@ -24,6 +24,7 @@ DATA_DIR_ENV: Final = "WORKRAIL_DATA_DIR"
 STORE_URL_ENV: Final = "WORKRAIL_STORE_URL"
 LOG_LEVEL_ENV: Final = "WORKRAIL_LOG_LEVEL"
 FENCE_URL_ENV: Final = "WORKRAIL_FENCE_URL"
+INSECURE_KEYS_ENV: Final = "WORKRAIL_ALLOW_INSECURE_KEYS"
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 DEFAULT_LOG_LEVEL: Final = "WARNING"
 POSTGRES_SCHEMES: Final = ("postgresql://", "postgres://")
@@ -64,6 +65,9 @@ class WorkrailConfig:
     discovery: DiscoveryConfig
     fence: FenceSettings
     log: LogSettings
+    allow_insecure_keys: bool = False
+    """Use a keyring or fence key that others own or can access, with a logged warning,
+    instead of refusing to start (for shared or unusual file systems only)."""
 
     @property
     def uses_postgres(self) -> bool:
@@ -118,6 +122,10 @@ def load_config(
     ):
         return Failure(ConfigError(FENCE_URL_ENV, "must be empty, 'sqlite', or a redis:// URL"))
 
+    insecure = env.get(INSECURE_KEYS_ENV, "").strip().lower()
+    if insecure not in ("", "0", "false", "no", "1", "true", "yes"):
+        return Failure(ConfigError(INSECURE_KEYS_ENV, "must be true or false"))
+
     discovery = DiscoveryConfig(
         home=home,
         cwd=cwd,
@@ -132,6 +140,7 @@ def load_config(
             discovery=discovery,
             fence=FenceSettings(None if fence_url == "sqlite" else fence_url, limits),
             log=log,
+            allow_insecure_keys=insecure in ("1", "true", "yes"),
         )
     )
 

@@ -395,3 +395,20 @@ def test_rehydrate_recap_keeps_the_newest_notes_within_the_budget(tmp_path: Path
     assert len(prompt.encode()) <= 12288
     assert "NOTE-9" in prompt and "NOTE-0" not in prompt
     assert "[TRUNCATED]" not in prompt  # recaps were chosen to fit, not cut mid-way
+
+
+def test_a_regenerated_keyring_is_logged_and_old_tokens_say_how_to_recover(
+    data_dir: Path, caplog: Any
+) -> None:
+    import logging
+
+    started = ok(make_engine(data_dir).start_workflow("probe-flow"))
+    (data_dir / "keys" / "keyring.json").unlink()
+    with caplog.at_level(logging.WARNING, logger="workrail.store"):
+        engine = make_engine(data_dir)
+    assert "keyring.json was missing" in caplog.text
+    assert "no longer verify" in caplog.text
+    failure = err(engine.rehydrate(started["stateToken"])).to_envelope()
+    assert failure["code"] == "TOKEN_BAD_SIGNATURE"
+    suggestion = failure["details"]["suggestion"]
+    assert "signing key has changed" in suggestion and "import_session" in suggestion

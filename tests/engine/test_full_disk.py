@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import os
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import SmallDisk
 from tests.engine.conftest import make_engine
@@ -16,7 +17,7 @@ from tests.store.plans import Chain
 from workrail.store.local.backend import LocalBackend
 
 
-def _assert_storage_fault(envelope: dict) -> None:
+def _assert_storage_fault(envelope: dict[str, Any]) -> None:
     assert envelope["code"] == "STORE_UNAVAILABLE", envelope
     assert envelope["retry"]["kind"] == "retryable_after_ms"
     assert envelope["details"]["details"]["storeCode"] == "STORAGE_FAULT"

@@ -41,6 +41,7 @@ def test_a_corrupt_fence_key_is_a_reported_setting_not_replaced(tmp_path: Path) 
     path = fence_key_path(tmp_path)
     path.parent.mkdir(parents=True)
     path.write_bytes(b"short")
+    path.chmod(0o600)  # private, as a key must be: only its length is wrong
     with pytest.raises(ValueError, match="fence.key"):
         fence_from_env(tmp_path, UNLIMITED)
     assert path.read_bytes() == b"short"
@@ -114,3 +115,65 @@ def test_the_key_check_is_made_inside_the_checkpoint_script(redis_server: RedisS
     assert run(second, claim(HOLDER_B)).body["error"]["code"] == "DEPENDENCY_UNAVAILABLE"
     first.close()
     second.close()
+
+
+def _refused(service: FenceService) -> None:
+    for payload in (claim(HOLDER_B), status()):
+        reply = run(service, payload)
+        error = reply.body["error"]
+        assert (reply.status, error["code"], error["retryable"]) == (
+            503,
+            "DEPENDENCY_UNAVAILABLE",
+            True,
+        ), reply.body
+        assert "keys/fence.key" in error["message"] and "restore" in error["message"]
+
+
+def test_a_deleted_fence_key_never_lets_a_second_holder_acquire_a_live_claim_sqlite(
+    tmp_path: Path,
+) -> None:
+    first = fence_from_env(tmp_path, UNLIMITED)
+    assert ok(first, claim(HOLDER_A))["generation"] == 1
+    first.close()
+    path = fence_key_path(tmp_path)
+    original = path.read_bytes()
+    path.unlink()  # an operator "cleaning up"
+    regenerated = fence_from_env(tmp_path, UNLIMITED)
+    _refused(regenerated)
+    regenerated.close()
+    path.write_bytes(original)  # restored from a backup
+    path.chmod(0o600)
+    restored = fence_from_env(tmp_path, UNLIMITED)
+    contender = ok(restored, claim(HOLDER_B))
+    assert (contender["acquired"], contender["generation"]) == (False, 1)
+    restored.close()
+
+
+def test_a_replaced_fence_key_is_refused_sqlite(tmp_path: Path) -> None:
+    first = fence_from_env(tmp_path, UNLIMITED)
+    ok(first, claim(HOLDER_A))
+    path = fence_key_path(tmp_path)
+    path.write_bytes(bytes(reversed(path.read_bytes())))
+    second = fence_from_env(tmp_path, UNLIMITED)  # another server, started after the swap
+    _refused(second)
+    assert ok(first, claim(HOLDER_A))["reused"] is True  # the running one keeps its key
+    first.close()
+    second.close()
+
+
+def test_a_fence_database_from_before_key_checks_adopts_the_key_it_was_made_with(
+    tmp_path: Path,
+) -> None:
+    from workrail.fence.identity import load_or_create_fence_key
+    from workrail.fence.sqlite_backend import SqliteBackend, sqlite_path
+
+    key, _ = load_or_create_fence_key(tmp_path)
+    older = FenceService(
+        SqliteBackend(sqlite_path(tmp_path)), key, limits=RateLimits(client_rpm=0, global_rpm=0)
+    )
+    assert ok(older, claim(HOLDER_A))["generation"] == 1  # no key check recorded
+    older.close()
+    upgraded = fence_from_env(tmp_path, UNLIMITED)
+    contender = ok(upgraded, claim(HOLDER_B))
+    assert (contender["acquired"], contender["generation"]) == (False, 1)
+    upgraded.close()

@@ -619,8 +619,6 @@ class ProjectionPropertyContract:
 
 def _play(backend: Any, sequence: list[tuple[str, int, str]]) -> None:
     from workrail.bundle.export import bundle_bytes, export_session
-    from workrail.bundle.rename import rename_session
-    from workrail.bundle.validate import check_bundle
     from workrail.bundle.import_ import import_bundle
     from workrail.core.lifecycle import SessionLifecycle
     from workrail.engine.imported import tokens_for_import

@@ -46,7 +46,7 @@ def outside(tmp_path: Path) -> Path:
 
 def _first_segment(session_dir: Path) -> Path:
     record = json.loads((session_dir / "manifest.jsonl").read_bytes().splitlines()[0])
-    return session_dir / record["segmentRelPath"]
+    return session_dir / str(record["segmentRelPath"])
 
 
 def _within(seconds: float, call: Callable[[], Any]) -> Any:

@@ -99,6 +99,7 @@ def test_reference_keyring_loads(tmp_path: Path) -> None:
     target = tmp_path / "data"
     (target / "keys").mkdir(parents=True)
     shutil.copy(REFERENCE / "data" / "keys" / "keyring.json", target / "keys" / "keyring.json")
+    (target / "keys" / "keyring.json").chmod(0o600)  # as the reference creates it
     keyring = read_keyring(target)
     assert keyring is not None
     assert b64(keyring.current) == GOOD_KEY
@@ -163,6 +164,7 @@ def test_corrupt_files_raise(data_dir: Path, name: str) -> None:
     path = keyring_path(data_dir)
     path.parent.mkdir(parents=True)
     path.write_bytes(CORRUPT[name])
+    path.chmod(0o600)  # private, as a keyring must be: only its content is wrong
     with pytest.raises(KeyringCorrupt):
         read_keyring(data_dir)
     with pytest.raises(KeyringCorrupt):

@@ -152,7 +152,12 @@ CATALOG: Final[Mapping[str, CodeSpec]] = {
     ),
     "TOKEN_BAD_SIGNATURE": _engine(
         400,
-        "Token signature verification failed. Use the exact tokens returned by WorkRail.",
+        "Token signature verification failed. Use the exact tokens returned by WorkRail. If "
+        "you did, this server's signing key has changed since they were issued "
+        "(keys/keyring.json was replaced or regenerated, or this is another server): no "
+        "earlier token verifies any more, but the session is intact. Get fresh tokens for it "
+        "with resume_session, or have a person export the session (workrail export SESSION) "
+        "and import it (import_session returns fresh tokens); otherwise start_workflow again.",
         input_fault=True,
     ),
     "TOKEN_SCOPE_MISMATCH": _engine(
@@ -294,6 +299,19 @@ CATALOG: Final[Mapping[str, CodeSpec]] = {
         500,
         "Check that the data directory's keys/ folder is readable and writable (permissions, "
         "disk space), then run the command again.",
+    ),
+    "KEYRING_INSECURE": _startup(
+        500,
+        "Make the keyring yours and private (chown it to this user; chmod 600 "
+        "keys/keyring.json; chmod 700 keys), or set WORKRAIL_ALLOW_INSECURE_KEYS=true to use "
+        "it anyway with a warning.",
+    ),
+    "STORAGE_FAULT": _spec(
+        "startup",
+        507,
+        "Free disk space (or fix the storage device) under the data directory, then run the "
+        "command again.",
+        retry=retry_after_ms(STORE_RETRY_MS),
     ),
     "FENCE_UNAVAILABLE": _startup(
         500,

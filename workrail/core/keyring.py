@@ -101,9 +101,20 @@ def decode_keyring(raw: bytes, where: str = "keyring") -> Keyring:
     """Parse a keyring document; raises `KeyringCorrupt` naming `where`."""
     try:
         doc = KeyringFile.model_validate(json.loads(raw))
-    except (ValueError, ValidationError) as exc:
-        raise KeyringCorrupt(f"{where}: {exc}") from exc
+    except ValidationError as exc:
+        raise KeyringCorrupt(f"{where}: {_one_line(exc)}") from exc
+    except ValueError as exc:
+        raise KeyringCorrupt(f"{where}: not JSON ({exc})") from exc
     return Keyring(
         current=_b64decode(doc.current.keyBase64Url),
         previous=None if doc.previous is None else _b64decode(doc.previous.keyBase64Url),
     )
+
+
+def _one_line(exc: ValidationError) -> str:
+    """The first problem, in one line (pydantic's own text spans several)."""
+    errors = exc.errors(include_url=False, include_input=False)
+    first = errors[0]
+    where = ".".join(str(part) for part in first["loc"]) or "document"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where}: {first['msg']}{more}"

@@ -42,6 +42,20 @@ class FenceKeyMismatch(BackendUnavailable):
     )
 
 
+class FenceKeyReplaced(FenceKeyMismatch):
+    """The embedded database holds checkpoints made with another fence key than the one in
+    `keys/fence.key` (deleted and regenerated, or replaced): acting on them could let a
+    second holder run a guarded side effect again."""
+
+    client_message: ClassVar[str] = (
+        "keys/fence.key is not the key this data directory's checkpoints were made with (it"
+        " was deleted or replaced), so the checkpoint tool is refused; nothing was written."
+        " An operator must restore the original keys/fence.key from a backup. Only if it is"
+        " lost: stop every WorkRail using this data directory and delete fence/fence.sqlite3"
+        " (every checkpoint is forgotten, so side effects they guard may run again)."
+    )
+
+
 @dataclass(frozen=True)
 class StoredReply:
     """A first response kept for Idempotency-Key replays."""

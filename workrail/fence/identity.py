@@ -30,7 +30,7 @@ from workrail.fence.record import (
     StatusCommand,
     TransitionCommand,
 )
-from workrail.store.fsio import create_exclusive
+from workrail.store.fsio import UnsafePath, create_exclusive, read_private
 
 FENCE_KEY_BYTES: Final = 32
 
@@ -43,19 +43,25 @@ def fence_key_path(data_dir: Path) -> Path:
     return data_dir / "keys" / "fence.key"
 
 
-def load_or_create_fence_key(data_dir: Path) -> bytes:
-    """The fence key, created (0600) on first use. Processes racing to create it all end up
-    with the one that was published first."""
+def load_or_create_fence_key(data_dir: Path, *, allow_insecure: bool = False) -> tuple[bytes, bool]:
+    """The fence key, and whether it was created just now (0600, on first use). Processes
+    racing to create it all end up with the one that was published first. Like the token
+    keyring it must be private to this user (`NotPrivate` otherwise, unless
+    `allow_insecure`), and a link or non-regular file is `FenceKeyCorrupt`."""
     path = fence_key_path(data_dir)
-    if not path.exists():
-        create_exclusive(path, os.urandom(FENCE_KEY_BYTES))
-    key = path.read_bytes()
+    created = False
+    if not os.path.lexists(path):
+        created = create_exclusive(path, os.urandom(FENCE_KEY_BYTES), root=data_dir)
+    try:
+        key = read_private(path, allow_shared=allow_insecure)
+    except UnsafePath as exc:
+        raise FenceKeyCorrupt(f"keys/fence.key: {exc}") from exc
     if len(key) != FENCE_KEY_BYTES:
         raise FenceKeyCorrupt(
             f"keys/fence.key must hold exactly {FENCE_KEY_BYTES} bytes; restore it from a"
             " machine that shares this fence backend (it is never regenerated automatically)."
         )
-    return key
+    return key, created
 
 
 def keyed_hex(key: bytes, *parts: str | int | None) -> str:

@@ -197,18 +197,24 @@ def open_fence_service(
     url: str | None = None,
     limits: RateLimits | None = None,
     clock: Clock = system_clock,
+    *,
+    allow_insecure_key: bool = False,
 ) -> FenceService:
     """SQLite in `data_dir` by default; Valkey/Redis when `url` is a redis:// URL.
 
-    Contacts no backend: each request connects (and, on Redis, checks that every machine uses
-    the same `keys/fence.key`), so an outage is a per-call DEPENDENCY_UNAVAILABLE. Raises
+    Contacts no backend: each request connects (and checks that the checkpoints there were
+    made with this `keys/fence.key`: on Redis in every action, on SQLite when the database
+    is opened), so an outage or a replaced key is a per-call DEPENDENCY_UNAVAILABLE. Raises
     ValueError for a bad setting (URL, a corrupt fence key) and OSError when the fence key
-    cannot be created.
+    cannot be created or is not private to this user.
     """
-    key = load_or_create_fence_key(data_dir)
+    key, created = load_or_create_fence_key(data_dir, allow_insecure=allow_insecure_key)
     limits = limits or RateLimits()
     if not url or url == "sqlite":
-        return FenceService(SqliteBackend(sqlite_path(data_dir)), key, clock, limits)
+        backend = SqliteBackend(
+            sqlite_path(data_dir), key_check=key_check(key), key_created=created
+        )
+        return FenceService(backend, key, clock, limits)
     if url.startswith(("redis://", "rediss://", "unix://")):
         from workrail.fence.redis_backend import RedisBackend
 

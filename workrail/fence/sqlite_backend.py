@@ -24,6 +24,7 @@ from returns.result import Success
 from workrail.fence.backend import (
     REPLAY_RETENTION_MS,
     BackendUnavailable,
+    FenceKeyReplaced,
     Gate,
     StoredReply,
 )
@@ -35,6 +36,7 @@ from workrail.fence.ratelimit import (
     window_of,
 )
 from workrail.fence.record import CheckpointRecord, Command, StatusCommand
+from workrail.store.fsio import ensure_tree, open_regular
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS checkpoints (
@@ -63,6 +65,7 @@ CREATE TABLE IF NOT EXISTS settings (
 _TABLES: Final = _SCHEMA.count("CREATE TABLE")
 BUSY_TIMEOUT_MS: Final = 10_000
 GLOBAL_SCOPE: Final = "global"
+FENCE_KEY_SETTING: Final = "fence-key"
 
 
 def sqlite_path(data_dir: Path) -> Path:
@@ -74,16 +77,24 @@ class SqliteBackend:
 
     name = "sqlite"
 
-    def __init__(self, path: Path, *, busy_timeout_ms: int = BUSY_TIMEOUT_MS) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        busy_timeout_ms: int = BUSY_TIMEOUT_MS,
+        key_check: str | None = None,
+        key_created: bool = False,
+    ) -> None:
         self.path = path
         self._busy_timeout_ms = busy_timeout_ms
+        self._key_check = key_check
+        self._key_created = key_created
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.Lock()
 
     def _open(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        if not self.path.exists():
-            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
+        ensure_tree(self.path.parent.parent, self.path.parent)
+        os.close(open_regular(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
         conn = sqlite3.connect(
             self.path,
             timeout=self._busy_timeout_ms / 1000,
@@ -113,10 +124,35 @@ class SqliteBackend:
                 except BaseException:
                     conn.execute("ROLLBACK")
                     raise
+            self._agree_on_key(conn)
         except BaseException:
             conn.close()
             raise
         return conn
+
+    def _agree_on_key(self, conn: sqlite3.Connection) -> None:
+        """The first opener records its fence-key check digest; later openers must match.
+        A key created just now never adopts a database that already holds state: that
+        state was made with the key that went missing."""
+        if self._key_check is None:
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            recorded = _setting(conn, FENCE_KEY_SETTING)
+            if recorded is None and not (self._key_created and _holds_state(conn)):
+                conn.execute(
+                    "INSERT INTO settings (name, value) VALUES (?, ?)",
+                    (FENCE_KEY_SETTING, self._key_check),
+                )
+                recorded = self._key_check
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        if recorded != self._key_check:
+            raise FenceKeyReplaced(
+                f"{self.path} holds checkpoints made with another keys/fence.key"
+            )
 
     def _retry_busy(self, action: Callable[[], object]) -> None:
         """Run `action`, retrying while SQLite says the database is locked (the journal-mode
@@ -257,6 +293,15 @@ def _count(conn: sqlite3.Connection, scope: str, window: int) -> int:
         "SELECT count FROM budgets WHERE scope = ? AND window = ?", (scope, window)
     ).fetchone()
     return 0 if row is None else int(row[0])
+
+
+def _holds_state(conn: sqlite3.Connection) -> bool:
+    """Whether any checkpoint or kept reply exists (expired ones included: they are only
+    deleted lazily, and refusing is the safe side)."""
+    return any(
+        conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() is not None
+        for table in ("checkpoints", "replays")
+    )
 
 
 def _setting(conn: sqlite3.Connection, name: str) -> str | None:

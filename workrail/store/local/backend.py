@@ -27,7 +27,9 @@ class LocalBackend:
     query: LocalSessionQuery
 
     @staticmethod
-    def open(data_dir: Path, faults: FaultHook | None = None) -> LocalBackend:
+    def open(
+        data_dir: Path, faults: FaultHook | None = None, *, allow_insecure_keys: bool = False
+    ) -> LocalBackend:
         """Nothing is created until something is written (the summary index included:
         it appears with the first append or query)."""
         layout = Layout(data_dir.expanduser().absolute())
@@ -43,7 +45,7 @@ class LocalBackend:
             sessions=sessions,
             snapshots=snapshots,
             pinned=pinned,
-            keyring=LocalKeyringStore(layout.root),
+            keyring=LocalKeyringStore(layout.root, allow_insecure=allow_insecure_keys),
             watch=LocalWatch(layout),
             lifecycle=lifecycle,
             query=query,

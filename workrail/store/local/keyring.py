@@ -2,10 +2,17 @@
 
 Created with mode 0600 on first use, first writer wins; `rotate` moves current to
 previous. `LocalKeyringStore` is the keyring port over a data directory.
+
+Whoever can change the keyring can sign tokens, so it is read only when it is a regular
+file owned by this user that group and others cannot access, in a `keys/` directory only
+this user can write (`allow_insecure` turns that refusal into a logged warning). A
+missing keyring is created afresh, and said so in the log: tokens signed with the old
+key stop verifying.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 
@@ -18,8 +25,8 @@ from workrail.core.keyring import (
     decode_keyring,
     encode_keyring,
 )
-from workrail.store.errors import StoreError
-from workrail.store.fsio import atomic_write, create_exclusive
+from workrail.store.errors import StoreError, io_error
+from workrail.store.fsio import NotPrivate, UnsafePath, atomic_write, create_exclusive, read_private
 
 __all__ = [
     "Keyring",
@@ -31,76 +38,107 @@ __all__ = [
     "rotate_keyring",
 ]
 
+log = logging.getLogger("workrail.store")
+
 
 def keyring_path(data_dir: Path) -> Path:
     return data_dir / "keys" / "keyring.json"
 
 
-def read_keyring(data_dir: Path) -> Keyring | None:
-    """The keyring on disk, or None when there is none. Raises `KeyringCorrupt`."""
+def read_keyring(data_dir: Path, *, allow_insecure: bool = False) -> Keyring | None:
+    """The keyring on disk, or None when there is none. Raises `KeyringCorrupt` (also for
+    a link or non-regular file), `NotPrivate`, or OSError."""
     path = keyring_path(data_dir)
     try:
-        raw = path.read_bytes()
+        raw = read_private(path, allow_shared=allow_insecure)
     except FileNotFoundError:
         return None
+    except UnsafePath as exc:
+        raise KeyringCorrupt(f"{path.name}: {exc}") from exc
     return decode_keyring(raw, path.name)
 
 
-def load_or_create_keyring(data_dir: Path) -> Keyring:
+def load_or_create_keyring(data_dir: Path, *, allow_insecure: bool = False) -> Keyring:
     """Load the keyring, creating it (0600) with a fresh random key when missing."""
-    existing = read_keyring(data_dir)
+    existing = read_keyring(data_dir, allow_insecure=allow_insecure)
     if existing is not None:
         return existing
     fresh = Keyring(current=os.urandom(KEY_BYTES), previous=None)
     # First writer wins: processes racing to create the keyring all end up with the one
     # key that was published, never with a private key of their own.
-    create_exclusive(keyring_path(data_dir), encode_keyring(fresh))
-    published = read_keyring(data_dir)
+    if create_exclusive(keyring_path(data_dir), encode_keyring(fresh), root=data_dir):
+        _log_created(data_dir)
+    published = read_keyring(data_dir, allow_insecure=allow_insecure)
     assert published is not None
     return published
 
 
-def rotate_keyring(data_dir: Path) -> Keyring:
+def _log_created(data_dir: Path) -> None:
+    try:
+        has_sessions = any(os.scandir(data_dir / "sessions"))
+    except OSError:
+        has_sessions = False
+    if has_sessions:
+        log.warning(
+            "%s was missing: created a new token signing key. Tokens issued before were "
+            "signed with another key and no longer verify (TOKEN_BAD_SIGNATURE); the "
+            "sessions are intact. Restore the old keyring from a backup to keep those "
+            "tokens, or get fresh ones (resume_session, or export and import the session).",
+            keyring_path(data_dir),
+        )
+    else:
+        log.info("created a new token signing key in %s", keyring_path(data_dir))
+
+
+def rotate_keyring(data_dir: Path, *, allow_insecure: bool = False) -> Keyring:
     """previous := current, current := fresh random key. Returns the new keyring."""
-    new = load_or_create_keyring(data_dir).rotated(os.urandom(KEY_BYTES))
-    atomic_write(keyring_path(data_dir), encode_keyring(new))
+    current = load_or_create_keyring(data_dir, allow_insecure=allow_insecure)
+    new = current.rotated(os.urandom(KEY_BYTES))
+    atomic_write(keyring_path(data_dir), encode_keyring(new), root=data_dir)
     return new
 
 
 class LocalKeyringStore:
     """The keyring port over `<data>/keys/keyring.json`."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, *, allow_insecure: bool = False) -> None:
         self._data_dir = data_dir
+        self._allow_insecure = allow_insecure
 
     def load(self) -> Result[Keyring, StoreError]:
         try:
-            return Success(load_or_create_keyring(self._data_dir))
+            return Success(
+                load_or_create_keyring(self._data_dir, allow_insecure=self._allow_insecure)
+            )
         except KeyringCorrupt as exc:
             return Failure(StoreError("KEYRING_CORRUPT", str(exc)))
+        except NotPrivate as exc:
+            return Failure(StoreError("KEYRING_INSECURE", str(exc)))
         except OSError as exc:
-            return Failure(StoreError("KEYRING_IO_ERROR", _os_message(exc)))
+            return Failure(io_error(exc, "KEYRING_IO_ERROR", "cannot use the keyring"))
 
     def adopt(self, keyring: Keyring) -> Result[Keyring, StoreError]:
         try:
-            if read_keyring(self._data_dir) is None:
-                create_exclusive(keyring_path(self._data_dir), encode_keyring(keyring))
-            published = read_keyring(self._data_dir)
+            insecure = self._allow_insecure
+            if read_keyring(self._data_dir, allow_insecure=insecure) is None:
+                path = keyring_path(self._data_dir)
+                create_exclusive(path, encode_keyring(keyring), root=self._data_dir)
+            published = read_keyring(self._data_dir, allow_insecure=insecure)
             assert published is not None
             return Success(published)
         except KeyringCorrupt as exc:
             return Failure(StoreError("KEYRING_CORRUPT", str(exc)))
+        except NotPrivate as exc:
+            return Failure(StoreError("KEYRING_INSECURE", str(exc)))
         except OSError as exc:
-            return Failure(StoreError("KEYRING_IO_ERROR", _os_message(exc)))
+            return Failure(io_error(exc, "KEYRING_IO_ERROR", "cannot use the keyring"))
 
     def rotate(self) -> Result[Keyring, StoreError]:
         try:
-            return Success(rotate_keyring(self._data_dir))
+            return Success(rotate_keyring(self._data_dir, allow_insecure=self._allow_insecure))
         except KeyringCorrupt as exc:
             return Failure(StoreError("KEYRING_CORRUPT", str(exc)))
+        except NotPrivate as exc:
+            return Failure(StoreError("KEYRING_INSECURE", str(exc)))
         except OSError as exc:
-            return Failure(StoreError("KEYRING_IO_ERROR", _os_message(exc)))
-
-
-def _os_message(exc: OSError) -> str:
-    return f"{exc.filename or 'keyring'}: {exc.strerror or exc}"
+            return Failure(io_error(exc, "KEYRING_IO_ERROR", "cannot use the keyring"))

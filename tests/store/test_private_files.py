@@ -60,7 +60,7 @@ def test_every_directory_is_0700_and_every_file_0600_under_umask_000(
     for directory in dirs:
         assert stat.S_IMODE(directory.stat().st_mode) == 0o700, directory
     for path in entries:
-        if path.is_file() and not path.name.startswith("fence.sqlite3"):
+        if path.is_file():
             assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from pathlib import Path
 
 from returns.result import Failure, Result, Success
@@ -66,18 +67,16 @@ def load_or_create_keyring(data_dir: Path, *, allow_insecure: bool = False) -> K
     fresh = Keyring(current=os.urandom(KEY_BYTES), previous=None)
     # First writer wins: processes racing to create the keyring all end up with the one
     # key that was published, never with a private key of their own.
+    keys_existed = os.path.lexists(keyring_path(data_dir).parent)
     if create_exclusive(keyring_path(data_dir), encode_keyring(fresh), root=data_dir):
-        _log_created(data_dir)
+        _log_created(data_dir, keys_existed)
     published = read_keyring(data_dir, allow_insecure=allow_insecure)
     assert published is not None
     return published
 
 
-def _log_created(data_dir: Path) -> None:
-    try:
-        has_sessions = any(os.scandir(data_dir / "sessions"))
-    except OSError:
-        has_sessions = False
+def _log_created(data_dir: Path, keys_existed: bool) -> None:
+    has_sessions = keys_existed or _sessions_older_than_this_process(data_dir)
     if has_sessions:
         log.warning(
             "%s was missing: created a new token signing key. Tokens issued before were "
@@ -88,6 +87,28 @@ def _log_created(data_dir: Path) -> None:
         )
     else:
         log.info("created a new token signing key in %s", keyring_path(data_dir))
+
+
+_STARTED = time.time()
+_LOOK_AT = 64
+
+
+def _sessions_older_than_this_process(data_dir: Path) -> bool:
+    """Whether sessions were written before this process started (so a keyring must have
+    signed their tokens), as opposed to ones this process just imported."""
+    try:
+        with os.scandir(data_dir / "sessions") as entries:
+            for seen, entry in enumerate(entries):
+                if seen >= _LOOK_AT:
+                    return False
+                try:
+                    if os.lstat(Path(entry.path) / "manifest.jsonl").st_mtime < _STARTED:
+                        return True
+                except OSError:
+                    continue
+    except OSError:
+        return False
+    return False
 
 
 def rotate_keyring(data_dir: Path, *, allow_insecure: bool = False) -> Keyring:

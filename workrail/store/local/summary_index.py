@@ -38,6 +38,7 @@ from workrail.core.manifest import SegmentClosed
 from workrail.core.summary import PROJECTION_VERSION, SessionSummary
 from workrail.core.text import tokens
 from workrail.store.errors import StoreError
+from workrail.store.fsio import ensure_tree, open_regular
 from workrail.store.local.layout import Layout
 from workrail.store.local.lifecycle import LIFECYCLE_FILE, LocalLifecycleStore
 from workrail.store.local.session_store import LocalSessionStore
@@ -95,8 +96,8 @@ def activity_us(moment: datetime | None) -> int:
 
 def _stat_identity(path: Path) -> str | None:
     try:
-        st = os.stat(path)
-    except FileNotFoundError:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
         return None
     return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
 
@@ -131,6 +132,7 @@ class LocalSessionQuery:
         self._sessions = sessions
         self._lifecycles = lifecycles
         self._projector = projector
+        self._root = layout.root
         self._path = layout.root / INDEX_RELPATH
         self._mutex = threading.RLock()
         self._conn: sqlite3.Connection | None = None
@@ -182,7 +184,7 @@ class LocalSessionQuery:
         another version, or damaged."""
         if self._conn is not None:
             return self._conn
-        self._path.parent.mkdir(parents=True, exist_ok=True)
+        ensure_tree(self._root, self._path.parent)
         conn = self._connect_rw()
         try:
             fresh = not self._usable(conn)
@@ -199,6 +201,8 @@ class LocalSessionQuery:
         return conn
 
     def _connect_rw(self) -> sqlite3.Connection:
+        # SQLite would create the file 0644 (its journal copies that mode): make it 0600.
+        os.close(open_regular(self._path, os.O_WRONLY | os.O_CREAT, 0o600))
         conn = sqlite3.connect(self._path, timeout=10.0, check_same_thread=False)
         conn.execute("PRAGMA journal_mode=DELETE")
         conn.execute("PRAGMA synchronous=OFF")

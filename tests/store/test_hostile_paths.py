@@ -275,7 +275,10 @@ def test_workrail_sessions_lists_every_session_despite_fifos_and_directories(
     assert "Traceback" not in done.stderr
     listed = json.loads(done.stdout)
     rows = listed["sessions"] if isinstance(listed, dict) else listed
-    health = {row["sessionId"]: row["health"]["kind"] for row in rows}
+    health = {
+        row["sessionId"]: row["health"]["kind"] if isinstance(row["health"], dict) else row["health"]
+        for row in rows
+    }
     assert health == {
         fifo_chain.sess: "corrupt_tail",
         dir_chain.sess: "corrupt_tail",

@@ -147,16 +147,20 @@ class LocalSessionQuery:
 
     def identity(self, session_id: str, segment: str | None) -> Identity | None:
         """What the row of a session was projected from: the identities of its manifest,
-        its lifecycle record and its newest segment (so damage to the latest append is
+        its lifecycle record, its events directory and its newest segment (so damage to the latest append is
         noticed too); None when the session has no manifest (absent, or being created)."""
         session_dir = self._layout.sessions_dir / session_id
         manifest = _stat_identity(session_dir / "manifest.jsonl")
         if manifest is None:
             return None
         lifecycle = _stat_identity(session_dir / LIFECYCLE_FILE) or "-"
+        # events/ changes whenever a segment is replaced by anything (a FIFO, a directory,
+        # a link), so such damage to any segment, not only the newest, is noticed.
+        events = _stat_identity(session_dir / "events") or "-"
+        head = f"{manifest}/{lifecycle}/{events}"
         if segment is None or not _SEGMENT_RE.match(segment):
-            return f"{manifest}/{lifecycle}/-"
-        return f"{manifest}/{lifecycle}/{segment}@{_stat_identity(session_dir / segment) or '-'}"
+            return f"{head}/-"
+        return f"{head}/{segment}@{_stat_identity(session_dir / segment) or '-'}"
 
     def fresh_identity(self, session_id: str) -> Identity | None:
         return self.identity(session_id, _newest_segment(self._layout.sessions_dir / session_id))
@@ -557,13 +561,13 @@ _SEGMENT_RE: Final = re.compile(r"^events/\d{8,}-\d{8,}\.jsonl$")
 
 
 def _segment_in(identity: str | None) -> str | None:
-    """The segment an identity was taken with (the third part, before its '@')."""
+    """The segment an identity was taken with (the fourth part, before its '@')."""
     if not identity:
         return None
-    parts = identity.split("/", 2)
-    if len(parts) < 3 or parts[2] == "-":
+    parts = identity.split("/", 3)
+    if len(parts) < 4 or parts[3] == "-":
         return None
-    return parts[2].rsplit("@", 1)[0]
+    return parts[3].rsplit("@", 1)[0]
 
 
 def _newest_segment(session_dir: Path) -> str | None:

@@ -146,6 +146,24 @@ def test_sessions_show_tree(data_dir: Path, capsys: pytest.CaptureFixture[str]) 
         assert text in out
 
 
+@pytest.mark.parametrize("columns", ["44", "200"])
+def test_sessions_show_prints_every_id_whole_at_any_width(
+    data_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    columns: str,
+) -> None:
+    sid = _walk(data_dir)
+    assert main(["--data-dir", str(data_dir), "sessions", "show", sid, "--json"]) == 0
+    (run,) = _json(capsys)["runs"]
+    ids = [sid, run["runId"], *(n["nodeId"] for n in run["nodes"])]
+    monkeypatch.setenv("COLUMNS", columns)
+    assert main(["--data-dir", str(data_dir), "sessions", "show", sid]) == 0
+    out = capsys.readouterr().out
+    missing = [i for i in ids if i not in out]
+    assert not missing, f"cut or wrapped at {columns} columns: {missing}\n{out}"
+
+
 def test_sessions_show_unknown(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--data-dir", str(data_dir), "sessions", "show", "sess_nope", "--json"]) == 2
     assert _json(capsys)["error"]["code"] == "NOT_FOUND"

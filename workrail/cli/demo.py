@@ -350,7 +350,7 @@ def _clean(data_dir: Path) -> str:
 
 def run_demo(cli: Cli) -> int:
     """Exit 0 only if every expectation held."""
-    from workrail.cli.sessions import session_tree
+    from workrail.cli.sessions import print_whole, session_tree
 
     as_json = cli.as_json
     if cli.args.clean and getattr(cli.args, "data_dir", None):
@@ -378,7 +378,7 @@ def run_demo(cli: Cli) -> int:
     if session_id:
         view = load_session(demo_backend(data_dir), session_id)
         console.print("\n[bold cyan]▶ The session's run DAG[/]")
-        console.print(session_tree(view))
+        print_whole(console, session_tree(view))
     ok = failure is None
     console.print(
         "\n[bold green]Demo passed[/]: every step behaved as expected."

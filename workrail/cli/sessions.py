@@ -15,7 +15,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from returns.result import Failure
+from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
 from rich.tree import Tree
 
@@ -190,6 +192,20 @@ def _first_line(text: str, width: int = 72) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
+def print_whole(console: Console, renderable: Tree) -> None:
+    """Print without splitting a word: on a terminal narrower than the longest id at its
+    depth, lines run past the edge (the terminal wraps them) instead of rich cutting an id
+    in two, so every id can still be copied whole."""
+    unbounded = console.options.update_width(10_000)
+    needed = Measurement.get(console, unbounded, renderable).minimum
+    width = console.width
+    console.width = max(width, needed)  # print(width=…) may only narrow, never widen
+    try:
+        console.print(renderable)
+    finally:
+        console.width = width
+
+
 def session_tree(view: SessionView) -> Tree:
     """The run DAG as a rich tree: nodes, edge kinds, checkpoints, forks, tips and notes."""
     root = Tree(
@@ -269,7 +285,7 @@ def run_show(cli: Cli) -> int:
         console = cli.console()
         if view.prefix_only:
             console.print(f"[bold yellow]{UNHEALTHY_BANNER}[/]")
-        console.print(session_tree(view))
+        print_whole(console, session_tree(view))
     # Non-zero so scripts notice the damage even though the session could be shown.
     return 0 if view.is_healthy else 1
 

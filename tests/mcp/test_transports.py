@@ -86,10 +86,10 @@ async def test_streamable_http_on_loopback(http_server: str) -> None:
         await _drive(client)
 
 
-def test_demo_runs_end_to_end() -> None:
+def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     """`workrail demo` is the smoke test: it exits 0 only if every expectation held."""
     done = subprocess.run(
-        [sys.executable, "-m", "workrail", "demo", "--json"],
+        [sys.executable, "-m", "workrail", "demo", "--json", "--data-dir", str(tmp_path)],
         capture_output=True,
         text=True,
         cwd=ROOT,

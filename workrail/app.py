@@ -199,12 +199,18 @@ def open_fence(config: WorkrailConfig) -> Result[FenceService, StartupError]:
 
 def build_console(
     config: WorkrailConfig, backend: Backend, guard: Guard, app_version: str
-) -> Starlette:
-    """The web console over `backend`: read pages straight from the store's ports, the
-    workflow catalog of `config`, write actions behind `guard`'s per-start secret. It
-    loads no keyring and mints no token, so opening it writes nothing."""
+) -> Result[Starlette, StartupError]:
+    """The web console over `backend`: pages read through the engine's read use cases and
+    the store's ports, write actions (archive, unarchive, delete, export) go through the
+    engine behind `guard`'s per-start secret. Like every command, it loads the keyring (a
+    brand-new store gets one); its pages never write."""
     from workrail.console.deps import ConsoleDeps
     from workrail.console.web import build_console as build_app
 
+    built = build_engine(config, backend)
+    if isinstance(built, Failure):
+        return Failure(built.failure())
     catalog = DiscoveredCatalog(config.discovery)
-    return build_app(ConsoleDeps(backend, catalog.catalog, guard, app_version))
+    return Success(
+        build_app(ConsoleDeps(backend, built.unwrap(), catalog.catalog, guard, app_version))
+    )

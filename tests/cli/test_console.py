@@ -4,10 +4,12 @@ port already in use is one line and a non-zero exit."""
 
 from __future__ import annotations
 
+import re
 import signal
 import socket
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -51,7 +53,6 @@ def test_console_prints_its_url_serves_and_stops(data_dir: Path) -> None:
         proc.stderr.close()
         proc.stdout.close()
     assert "Traceback" not in errors
-    assert not (data_dir / "keys").exists(), "the console loads no keyring, so it writes none"
 
 
 def test_port_in_use_is_one_line_and_a_non_zero_exit(data_dir: Path) -> None:
@@ -67,3 +68,66 @@ def test_port_in_use_is_one_line_and_a_non_zero_exit(data_dir: Path) -> None:
         f"workrail console: port {port} on 127.0.0.1 is already in use; stop what holds it "
         "or pick another with --port.\n"
     )
+
+
+def test_serve_mounts_the_console_at_slash_console(data_dir: Path) -> None:
+    """`workrail serve` carries the console at /console, secret and guard included."""
+    from tests.mcp.servers import free_port, wait_until_accepting
+
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "workrail", "serve", "--port", str(port)],
+        env=server_env(data_dir),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        secret_url = ""
+        for _ in range(200):
+            line = proc.stderr.readline()
+            found = re.search(r"console at (http://\S+/console/\?secret=[\w-]+)", line)
+            if found:
+                secret_url = found[1]
+                break
+        assert secret_url, "the ready line names the console's URL with its secret"
+        wait_until_accepting(proc, port)  # type: ignore[arg-type]
+        base = f"http://127.0.0.1:{port}/console/"
+        with urllib.request.urlopen(base, timeout=10) as reply:
+            page = reply.read().decode()
+        assert "Sessions" in page and f'href="{base}static/console.css"' in page
+        opener = urllib.request.build_opener(_NoRedirect)
+        try:
+            opener.open(secret_url, timeout=10)
+            raise AssertionError("the secret link redirects")
+        except urllib.error.HTTPError as redirect:
+            assert redirect.code == 303
+            cookie = redirect.headers["set-cookie"]
+            assert "Path=/console" in cookie and "HttpOnly" in cookie
+        refused = urllib.request.Request(base, headers={"Host": "evil.example"})
+        try:
+            urllib.request.urlopen(refused, timeout=10)
+            raise AssertionError("a foreign Host is refused")
+        except urllib.error.HTTPError as error:
+            assert error.code == 421
+        stream = urllib.request.urlopen(base + "live", timeout=10)
+        assert stream.readline().startswith(b"retry:")
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) in (0, 130), "an open live stream does not hold it"
+        stream.close()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        assert proc.stderr is not None and proc.stdout is not None
+        rest = proc.stderr.read()
+        proc.stderr.close()
+        proc.stdout.close()
+    assert "Traceback" not in rest
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None

@@ -22,7 +22,6 @@ from returns.result import Success
 from tests.conftest import REFERENCE
 from tests.console.scenarios import damage_tail
 from tests.engine.conftest import engine_over
-from tests.engine.helpers import tree_digest
 from tests.services import missing
 from workrail.app import build_console, open_backend, open_backend_at
 from workrail.config import Overrides, WorkrailConfig, load_config
@@ -131,7 +130,7 @@ def start_console(
     config = console_config(data_dir, workflows, store_url)
     backend = open_backend(config).unwrap()
     guard = Guard.for_bind("127.0.0.1")
-    app = build_console(config, backend, guard, "test")
+    app = build_console(config, backend, guard, "test").unwrap()
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
@@ -187,6 +186,15 @@ class Store:
                 (session_id, session_id),
             )
 
+    def noticed(self) -> None:
+        """Let the query index see a change made behind the store's back. The files index
+        re-checks each session's files on every query by itself; PostgreSQL's summary rows
+        change only with appends, so damage done by SQL needs a reindex (`workrail
+        sessions reindex`) before the list shows it (the session's own page reads the log
+        and shows it at once)."""
+        if self.url is not None:
+            self.open().query.rebuild().unwrap()
+
     def damage_head(self, session_id: str) -> None:
         """Corrupt the session's first append, so nothing of it can be read."""
         if self.url is None:
@@ -203,8 +211,16 @@ class Store:
 
     def digest(self) -> str:
         """Everything stored: the data directory's files, and for PostgreSQL every row of
-        every table too (so "reading never writes" covers both)."""
-        h = hashlib.sha256(tree_digest(self.data_dir).encode())
+        every table too (so "reading never writes" covers both). The files backend's
+        summary index (`index/`) is left out: a disposable cache of the logs that a listing
+        brings up to date, as PostgreSQL's summary rows are kept up to date by each append."""
+        h = hashlib.sha256()
+        for path in sorted(p for p in self.data_dir.rglob("*") if p.is_file()):
+            relative = path.relative_to(self.data_dir)
+            if relative.parts[0] == "index" or path.name == ".lock":
+                continue
+            h.update(str(relative).encode())
+            h.update(path.read_bytes())
         if self.url is not None:
             with psycopg.connect(self.url) as conn:
                 tables = [

@@ -138,8 +138,15 @@ def test_malformed_filters_are_ignored_with_a_notice(
         assert notice in reply.body
     kinds = set(re.findall(r'class="event kind-([a-z_]+)', reply.body))
     assert kinds == {"node_created"}, "the valid part of the filter still applies"
-    listing = console.get("/?after=nonsense")
-    assert listing.status == 200 and "Ignored after=" in listing.body
+    listing = console.get("/?status=stuck&since=yesterday&archived=maybe&cursor=p1.bogus")
+    assert listing.status == 200
+    for notice in (
+        "Ignored status=&#39;stuck&#39;",
+        "Ignored since=&#39;yesterday&#39;",
+        "Ignored archived=&#39;maybe&#39;",
+        "Ignored a page cursor",
+    ):
+        assert notice in listing.body
 
 
 def test_blocked_only_shows_the_blocked_attempt(console: RunningConsole, engine: Engine) -> None:
@@ -168,6 +175,7 @@ def test_damaged_session_is_shown_read_only_from_its_prefix(
     sid, r = started(engine)
     ok(engine.advance(r["stateToken"], r["ackToken"], notes_markdown="planned"))
     store.damage_tail(sid)
+    store.noticed()
     before = store.digest()
     for path in (f"/sessions/{sid}", f"/sessions/{sid}/events", "/"):
         reply = console.get(path)

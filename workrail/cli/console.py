@@ -15,12 +15,14 @@ from typing import Any
 
 import anyio
 import uvicorn
+from returns.result import Failure
 
 from workrail import __version__
 from workrail.app import build_console
 from workrail.cli.context import Cli
 from workrail.console.security import LOOPBACK_NAMES, SECRET_PARAM, Guard
 from workrail.console.web import stop_live_streams
+from workrail.core.errors import envelope
 
 DEFAULT_PORT = 3456
 
@@ -76,7 +78,12 @@ def run_console(cli: Cli) -> int:
         return 1
     port = sock.getsockname()[1]
     guard = Guard.for_bind(host)
-    app = build_console(cli.config, backend, guard, __version__)
+    built = build_console(cli.config, backend, guard, __version__)
+    if isinstance(built, Failure):
+        sock.close()
+        problem = built.failure()
+        return cli.fail(envelope(problem.code, problem.message))
+    app = built.unwrap()
     url = console_url(host, port, guard.secret)
     out = cli.out
     out.write(f"WorkRail console for {backend.location}\n")

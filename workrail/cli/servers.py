@@ -1,5 +1,5 @@
 """`workrail mcp` and `workrail serve`: the MCP server on stdio or Streamable HTTP, and
-the one-port HTTP server with the effect-checkpoint API."""
+the one-port HTTP server with the effect-checkpoint API and the web console."""
 
 from __future__ import annotations
 
@@ -15,10 +15,14 @@ from typing import TYPE_CHECKING, Any
 from returns.result import Failure
 
 from workrail import __version__
-from workrail.app import open_fence
+from workrail.app import build_console, open_fence
 from workrail.cli.context import INTERRUPTED, Cli, exit_now
+from workrail.console.security import SECRET_PARAM, Guard
+from workrail.console.web import stop_live_streams
 
 if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
     from workrail.engine.api import Engine
     from workrail.fence import FenceService
 
@@ -124,21 +128,43 @@ def run_mcp(cli: Cli) -> int:
 
 
 def run_serve(cli: Cli) -> int:
-    """MCP at /mcp and the fence's HTTP routes, on one loopback port."""
+    """MCP at /mcp, the fence's HTTP routes and the web console at /console, on one
+    loopback port."""
     from workrail.mcp.transport import serve_http
 
     args = cli.args
     with _serving(cli) as (engine, fence):
         url = _http_url(args.host, args.port)
         fence_line = f", effect checkpoint API at {url}/v1/tools/workflow-checkpoint"
+        console, console_line = _console(cli, args.host, url)
         ready = _announce(
             cli,
             f"workrail serve {__version__}: MCP at {url}/mcp"
-            f"{fence_line if fence is not None else ''} ({_where(cli, fence)}). "
+            f"{fence_line if fence is not None else ''}{console_line} ({_where(cli, fence)}). "
             "Ctrl-C stops it.",
         )
-        code = serve_http(engine, args.host, args.port, fence, fence_http=True, on_ready=ready)
+        code = serve_http(
+            engine,
+            args.host,
+            args.port,
+            fence,
+            fence_http=True,
+            on_ready=ready,
+            console=console,
+            on_stop=None if console is None else lambda: stop_live_streams(console),
+        )
     return _stopped(cli, "serve", code)
+
+
+def _console(cli: Cli, host: str, url: str) -> tuple[Starlette | None, str]:
+    """The web console for /console and the words that announce it (its URL carries this
+    start's secret, which its actions need)."""
+    guard = Guard.for_bind(host)
+    built = build_console(cli.config, cli.backend(), guard, __version__)
+    if isinstance(built, Failure):
+        log.warning("the web console is disabled: %s", built.failure().message)
+        return None, ""
+    return built.unwrap(), f", console at {url}/console/?{SECRET_PARAM}={guard.secret}"
 
 
 def _server_flags(parser: argparse.ArgumentParser) -> None:

@@ -1,5 +1,6 @@
 """What the console needs, handed over by the composition root: the store's ports, the
-workflow catalog, the guard's per-start secrets and the version to show."""
+engine (whose use cases list, follow and tidy sessions), the workflow catalog, the guard's
+per-start secrets and the version to show."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from workrail.console.security import Guard
+from workrail.engine.api import Engine
 from workrail.store.ports import Backend
 from workrail.workflow.catalog import Catalog
 
@@ -14,6 +16,7 @@ from workrail.workflow.catalog import Catalog
 @dataclass(frozen=True)
 class ConsoleDeps:
     backend: Backend
+    engine: Engine
     catalog: Callable[[], Catalog]
     guard: Guard
     app_version: str

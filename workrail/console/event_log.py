@@ -197,15 +197,34 @@ def _row(event: DomainEvent, blocked: bool) -> EventRow:
     )
 
 
-def page_of(events: Sequence[DomainEvent], wanted: EventFilter) -> EventPage:
-    """The matching events from `since` on, at most `limit` of them."""
+def _matches(event: DomainEvent, wanted: EventFilter, blocked: bool) -> bool:
+    if wanted.kinds and event.kind not in wanted.kinds:
+        return False
+    return blocked or not wanted.blocked_only
+
+
+def matching(events: Sequence[DomainEvent], wanted: EventFilter) -> int:
+    """How many of `events` from `since` on pass the filter."""
     blocked_nodes = blocked_node_ids(events)
+    return sum(
+        1
+        for e in events
+        if e.eventIndex >= wanted.since and _matches(e, wanted, is_blocked_event(e, blocked_nodes))
+    )
+
+
+def page_of(
+    events: Sequence[DomainEvent],
+    wanted: EventFilter,
+    lookahead: Sequence[DomainEvent] = (),
+) -> EventPage:
+    """The matching events from `since` on, at most `limit` of them. `lookahead` (the
+    events just after) only helps tell whether the last ones belong to a blocked attempt."""
+    blocked_nodes = blocked_node_ids([*events, *lookahead])
     page = EventPage(total=len(events))
     for event in events:
         blocked = is_blocked_event(event, blocked_nodes)
-        if wanted.kinds and event.kind not in wanted.kinds:
-            continue
-        if wanted.blocked_only and not blocked:
+        if not _matches(event, wanted, blocked):
             continue
         page.matching += 1
         if event.eventIndex < wanted.since:

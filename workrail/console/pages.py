@@ -10,8 +10,10 @@ first.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Final
 
 import anyio
@@ -19,21 +21,26 @@ from returns.result import Failure
 from starlette.datastructures import FormData
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
-from workrail.bundle.export import bundle_bytes, export_session, new_bundle_id, utc_now
 from workrail.console.dag import lay_out
 from workrail.console.deps import ConsoleDeps
-from workrail.console.event_log import page_of, parse_filter
+from workrail.console.event_log import EventPage, matching, page_of, parse_filter
 from workrail.console.security import COOKIE_NAME, CSRF_FIELD
+from workrail.console.session_list import parse_list
 from workrail.core.events import EVENT_KINDS
 from workrail.core.ids import is_session_id
+from workrail.core.summary import RUN_STATUSES, SessionSummary
 from workrail.engine.session_inspect import SessionInspection, inspect_session
-from workrail.engine.sessions_view import UNHEALTHY_BANNER, SessionView, load_session
+from workrail.engine.sessions import EVENTS_PAGE_MAX
+from workrail.engine.sessions_view import UNHEALTHY_BANNER
 
-LIST_PAGE: Final = 50
 NOTICES: Final = {
+    "archived": "Archived: the session left the default list (it is kept, and can be unarchived).",
+    "unarchived": "Unarchived: the session is back in the default list.",
+    "deleted": "Deleted the session.",
+    "busy": "The session is being written right now; nothing was changed. Try again in a moment.",
     "bad-secret": "That link's secret is not this console's (a new one is printed at every "
     "start): actions stay disabled. Open the URL the running `workrail console` printed.",
 }
@@ -139,34 +146,38 @@ def _version(*parts: object) -> str:
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:16]
 
 
-# --- sessions list (until the query port lands: one page of ids at a time) ------------
+# --- sessions list ----------------------------------------------------------------------
+
+
+def _engine_notice(problem: Any) -> str:
+    suggestion = (getattr(problem, "details", None) or {}).get("suggestion")
+    return f"{problem.message}" + (f" {suggestion}" if suggestion else "")
 
 
 def sessions_index(ctx: PageContext, request: Request) -> Response:
-    notices: list[str] = []
-    after = request.query_params.get("after") or None
-    if after is not None and not is_session_id(after):
-        notices.append(f"Ignored after={after[:40]!r}: not a session id.")
-        after = None
-    page = ctx.deps.backend.sessions.list_ids(after=after, limit=LIST_PAGE + 1)
-    if isinstance(page, Failure):
-        notices.append(f"The store could not list sessions: {page.failure().message}")
-        ids: list[str] = []
+    filters, wanted = parse_list(
+        request.query_params, request.query_params.getlist("status"), datetime.now(UTC)
+    )
+    notices = list(filters.notices)
+    listed = ctx.deps.engine.list_sessions(wanted)
+    summaries: tuple[SessionSummary, ...] = ()
+    next_cursor = None
+    if isinstance(listed, Failure):
+        notices.append(f"The sessions could not be listed: {_engine_notice(listed.failure())}")
     else:
-        ids = page.unwrap()
-    more = len(ids) > LIST_PAGE
-    ids = ids[:LIST_PAGE]
-    views: list[SessionView] = [load_session(ctx.deps.backend, sid) for sid in ids]
-    views.sort(key=lambda v: v.last_activity or "", reverse=True)
+        summaries, next_cursor = listed.unwrap().summaries, listed.unwrap().next_cursor
     return ctx.render(
         request,
         "sessions.html",
-        sessions=views,
-        next_after=ids[-1] if more and ids else None,
-        first_page=after is None,
+        sessions=summaries,
+        filters=filters,
+        statuses=RUN_STATUSES,
+        workflow_ids=sorted(_workflow_names(ctx)),
+        next_query=filters.query(cursor=next_cursor) if next_cursor else None,
+        first_query=filters.query(),
         notices=notices,
         live_url=str(request.url_for("live")),
-        version=_version([(v.session_id, v.event_count, v.status) for v in views]),
+        version=_version([(x.session_id, x.event_count, x.status, x.archived) for x in summaries]),
     )
 
 
@@ -191,6 +202,23 @@ def _workflow_names(ctx: PageContext) -> dict[str, str]:
     return {wid: str(wf.definition.get("name", "")) for wid, wf in catalog.workflows.items()}
 
 
+def _summary(ctx: PageContext, session_id: str) -> SessionSummary | None:
+    found = ctx.deps.engine.session_summary(session_id)
+    return found.unwrap() if not isinstance(found, Failure) else None
+
+
+def _resume_call(summary: SessionSummary | None, session_id: str) -> str:
+    """A `resume_session` call an agent can be handed as is: it finds this session's run
+    and answers with a fresh state token (the page itself never shows a token)."""
+    params: dict[str, Any] = {"sessionId": session_id}
+    run = summary.primary if summary is not None else None
+    if run is not None:
+        params["runId"] = run.run_id
+        if run.status in ("complete", "complete_with_gaps"):
+            params["includeCompleted"] = True
+    return json.dumps({"tool": "resume_session", "params": params}, indent=2)
+
+
 def session_page(ctx: PageContext, request: Request) -> Response:
     inspection = _inspect(ctx, request)
     view = inspection.view
@@ -202,10 +230,13 @@ def session_page(ctx: PageContext, request: Request) -> Response:
         if tip is not None and tip.step_id:
             pending = tip.step_id
             break
+    summary = _summary(ctx, view.session_id)
     return ctx.render(
         request,
         "session.html",
         view=view,
+        summary=summary,
+        resume_call=_resume_call(summary, view.session_id),
         inspection=inspection,
         node=inspection.node,
         lanes=lanes,
@@ -217,22 +248,63 @@ def session_page(ctx: PageContext, request: Request) -> Response:
     )
 
 
+LOOKAHEAD: Final = 16
+"""Events read past a page's end so its last advance can be matched to the blocked-attempt
+node created in the same append."""
+
+
+def _scan_events(
+    ctx: PageContext, session_id: str, since: int, wanted: Any
+) -> tuple[EventPage, int, list[str]]:
+    """Pages of the engine's event cursor from `since` until `wanted.limit` events match:
+    the page, the readable event count, and notices."""
+    notices: list[str] = []
+    scanned: list[Any] = []
+    cursor, count, matched = since, 0, 0
+    engine = ctx.deps.engine
+    while True:
+        got = engine.events_since(session_id, cursor, EVENTS_PAGE_MAX)
+        if isinstance(got, Failure):
+            problem = got.failure()
+            if problem.code == "NOT_FOUND":
+                raise _not_found(f"There is no session {session_id}.")
+            notices.append(_engine_notice(problem))
+            break
+        page = got.unwrap()
+        count = page.event_count
+        scanned.extend(page.events)
+        cursor = page.next_cursor
+        matched = matching(scanned, wanted)
+        if page.at_end or not page.events or matched > wanted.limit:
+            break
+    extra = engine.events_since(session_id, cursor, LOOKAHEAD)
+    lookahead = extra.unwrap().events if not isinstance(extra, Failure) else ()
+    found = page_of(scanned, wanted, lookahead)
+    found.total = count
+    return found, count, notices
+
+
 def events_page(ctx: PageContext, request: Request) -> Response:
-    inspection = _inspect(ctx, request, all_states=False)
-    view = inspection.view
+    session_id = request.path_params["session_id"]
+    _known_session(ctx, session_id)
+    summary = _summary(ctx, session_id)
     wanted = parse_filter(request.query_params, request.query_params.getlist("kind"))
-    page = page_of(inspection.events, wanted)
+    page, count, notices = _scan_events(ctx, session_id, wanted.since, wanted)
+    health = summary.health if summary is not None else "unreadable"
     return ctx.render(
         request,
         "events.html",
-        view=view,
+        session_id=session_id,
+        summary=summary,
         page=page,
         wanted=wanted,
         kinds=EVENT_KINDS,
-        notices=wanted.notices,
-        banner=UNHEALTHY_BANNER if view.prefix_only or not view.is_healthy else None,
-        live_url=str(request.url_for("live").include_query_params(session=view.session_id)),
-        version=_version(view.event_count, view.status),
+        notices=[*wanted.notices, *notices],
+        damaged=health != "healthy",
+        health=health,
+        banner=UNHEALTHY_BANNER if health != "healthy" else None,
+        live_url=str(request.url_for("live").include_query_params(session=session_id)),
+        version=_version(count, summary.status if summary else None, health),
     )
 
 
@@ -242,19 +314,62 @@ def export_bundle(ctx: PageContext, request: Request, form: FormData) -> Respons
     _known_session(ctx, session_id)
     from workrail import __version__
 
-    result = export_session(
-        ctx.deps.backend,
-        session_id,
-        bundle_id=new_bundle_id(),
-        exported_at=utc_now(),
-        app_version=__version__,
-    )
+    result = ctx.deps.engine.export_session(session_id, app_version=__version__)
     if isinstance(result, Failure):
         problem = result.failure()
         return ctx.error_page(request, 409, f"{problem.code}: {problem.message}")
-    data = bundle_bytes(result.unwrap())
     return Response(
-        data,
+        result.unwrap().data,
         media_type="application/json",
         headers={"content-disposition": f'attachment; filename="{session_id}.bundle.json"'},
+    )
+
+
+def _lifecycle(ctx: PageContext, request: Request, action: str, done: str, target: str) -> Response:
+    session_id = request.path_params["session_id"]
+    _known_session(ctx, session_id)
+    engine = ctx.deps.engine
+    run = {
+        "archive": engine.archive,
+        "unarchive": engine.unarchive,
+        "delete": engine.delete_sessions,
+    }
+    result = run[action]([session_id])
+    if isinstance(result, Failure):
+        return ctx.error_page(request, 409, _engine_notice(result.failure()))
+    change = result.unwrap()
+    notice = "busy" if session_id in change.busy else done
+    if notice == "busy":
+        target = "session"
+    url = request.url_for(target, **({"session_id": session_id} if target == "session" else {}))
+    return RedirectResponse(f"{url}?notice={notice}", status_code=303)
+
+
+def archive_session(ctx: PageContext, request: Request, form: FormData) -> Response:
+    return _lifecycle(ctx, request, "archive", "archived", "session")
+
+
+def unarchive_session(ctx: PageContext, request: Request, form: FormData) -> Response:
+    return _lifecycle(ctx, request, "unarchive", "unarchived", "session")
+
+
+def delete_session(ctx: PageContext, request: Request, form: FormData) -> Response:
+    if form.get("confirm") != request.path_params["session_id"]:
+        return ctx.error_page(
+            request, 400, "Deleting needs the confirmation form: open the session's Delete page."
+        )
+    return _lifecycle(ctx, request, "delete", "deleted", "sessions")
+
+
+def confirm_delete(ctx: PageContext, request: Request) -> Response:
+    """The confirmation page (a read: it only shows the form that deletes)."""
+    session_id = request.path_params["session_id"]
+    _known_session(ctx, session_id)
+    return ctx.render(
+        request,
+        "delete.html",
+        session_id=session_id,
+        summary=_summary(ctx, session_id),
+        live_url=None,
+        version="",
     )

@@ -131,6 +131,25 @@ def build_console(deps: ConsoleDeps) -> Starlette:
             methods=["POST"],
             name="export",
         ),
+        *(
+            Route(
+                f"/sessions/{{session_id}}/{action}",
+                context.wrap_write(handler),
+                methods=["POST"],
+                name=action,
+            )
+            for action, handler in (
+                ("archive", pages.archive_session),
+                ("unarchive", pages.unarchive_session),
+                ("delete", pages.delete_session),
+            )
+        ),
+        Route(
+            "/sessions/{session_id}/delete",
+            context.wrap(pages.confirm_delete),
+            methods=["GET"],
+            name="confirm_delete",
+        ),
         Route("/workflows", context.wrap(workflows_page.catalog_page), name="workflows"),
         Route(
             "/workflows/{workflow_id}",

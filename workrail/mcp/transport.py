@@ -17,13 +17,15 @@ import os
 import socket
 import sys
 from collections.abc import Awaitable, Callable
+from types import FrameType
 from typing import TYPE_CHECKING, Final
 
 import anyio
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import Mount, Route
+from starlette.types import ASGIApp
 
 from workrail.config import LogSettings
 from workrail.core.errors import envelope
@@ -88,9 +90,13 @@ def _loopback_only(route: Route) -> Route:
 
 
 def build_http_app(
-    engine: Engine, fence: FenceService | None = None, host: str = "127.0.0.1"
+    engine: Engine,
+    fence: FenceService | None = None,
+    host: str = "127.0.0.1",
+    console: ASGIApp | None = None,
 ) -> Starlette:
-    """The MCP Streamable HTTP app at /mcp, plus the fence HTTP routes when `fence` is given."""
+    """The MCP Streamable HTTP app at /mcp, plus the fence HTTP routes when `fence` is given
+    and the web console at /console when `console` is (it guards itself)."""
     server = build_server(engine, fence)
     app = server.streamable_http_app(host=host)
     if fence is not None:
@@ -100,6 +106,8 @@ def build_http_app(
         if host in LOOPBACK_HOSTS:
             routes = [_loopback_only(r) for r in routes]
         app.router.routes.extend(routes)
+    if console is not None:
+        app.router.routes.append(Mount("/console", app=console))
     return app
 
 
@@ -136,6 +144,8 @@ def serve_http(
     *,
     fence_http: bool = False,
     on_ready: Callable[[], None] | None = None,
+    console: ASGIApp | None = None,
+    on_stop: Callable[[], None] | None = None,
 ) -> int:
     """Streamable HTTP at http://HOST:PORT/mcp (and the fence routes when `fence_http`).
     Loopback by default; then requests whose Host header is not local are rejected
@@ -149,8 +159,13 @@ def serve_http(
             if self.started and on_ready is not None:
                 on_ready()
 
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            if on_stop is not None:
+                on_stop()  # e.g. end the console's live streams so shutdown is not held
+            super().handle_exit(sig, frame)
+
     if fence_http:
-        app = build_http_app(engine, fence, host)
+        app = build_http_app(engine, fence, host, console)
     else:
         app = build_server(engine, fence).streamable_http_app(host=host)
     # log_config=None: uvicorn's default config sends access logs to stdout.

@@ -148,7 +148,24 @@
     if (push) history.pushState({ panel: href }, "", href);
   }
 
-  document.addEventListener("click", (ev) => {
+  document.addEventListener("click", async (ev) => {
+    const copy = ev.target.closest("button[data-copy]");
+    if (copy) {
+      const source = document.querySelector(copy.dataset.copy);
+      if (!source) return;
+      try {
+        await navigator.clipboard.writeText(source.textContent);
+        copy.textContent = "Copied";
+      } catch (_err) {
+        const range = document.createRange();
+        range.selectNodeContents(source);
+        const selection = window.getSelection();
+        selection.removeAllRanges();
+        selection.addRange(range);
+        copy.textContent = "Selected: press Ctrl-C";
+      }
+      return;
+    }
     const link = ev.target.closest("a[data-node-link]");
     if (!link || ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.altKey) return;
     if (!document.getElementById("node-panel")) return;

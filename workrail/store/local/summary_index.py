@@ -94,7 +94,7 @@ def activity_us(moment: datetime | None) -> int:
     return int(moment.timestamp() * 1_000_000)
 
 
-def _stat_identity(path: Path) -> str | None:
+def _stat_identity(path: str | Path) -> str | None:
     try:
         st = os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
@@ -134,6 +134,7 @@ class LocalSessionQuery:
         self._projector = projector
         self._root = layout.root
         self._path = layout.root / INDEX_RELPATH
+        self._sessions_dir = str(layout.sessions_dir)
         self._mutex = threading.RLock()
         self._conn: sqlite3.Connection | None = None
 
@@ -149,18 +150,20 @@ class LocalSessionQuery:
         """What the row of a session was projected from: the identities of its manifest,
         its lifecycle record, its events directory and its newest segment (so damage to the latest append is
         noticed too); None when the session has no manifest (absent, or being created)."""
-        session_dir = self._layout.sessions_dir / session_id
-        manifest = _stat_identity(session_dir / "manifest.jsonl")
+        # Plain string joins: this runs for every session on every query, and pathlib's
+        # joins cost more than the stats themselves.
+        session_dir = f"{self._sessions_dir}{os.sep}{session_id}{os.sep}"
+        manifest = _stat_identity(session_dir + "manifest.jsonl")
         if manifest is None:
             return None
-        lifecycle = _stat_identity(session_dir / LIFECYCLE_FILE) or "-"
+        lifecycle = _stat_identity(session_dir + LIFECYCLE_FILE) or "-"
         # events/ changes whenever a segment is replaced by anything (a FIFO, a directory,
         # a link), so such damage to any segment, not only the newest, is noticed.
-        events = _stat_identity(session_dir / "events") or "-"
+        events = _stat_identity(session_dir + "events") or "-"
         head = f"{manifest}/{lifecycle}/{events}"
         if segment is None or not _SEGMENT_RE.match(segment):
             return f"{head}/-"
-        return f"{head}/{segment}@{_stat_identity(session_dir / segment) or '-'}"
+        return f"{head}/{segment}@{_stat_identity(session_dir + segment) or '-'}"
 
     def fresh_identity(self, session_id: str) -> Identity | None:
         return self.identity(session_id, _newest_segment(self._layout.sessions_dir / session_id))

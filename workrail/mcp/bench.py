@@ -78,6 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench_mcp", description=__doc__)
     parser.add_argument("--iterations", type=int, default=30)
     parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument(
+        "--store", default=None, help="a postgresql:// URL for the server's sessions (default: files)"
+    )
     args = parser.parse_args(argv)
 
     root = Path(tempfile.mkdtemp(prefix="workrail-bench-"))
@@ -92,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
             "WORKFLOW_INCLUDE_USER": "false",
             "WORKFLOW_INCLUDE_PROJECT": "false",
             "WORKRAIL_LOG_LEVEL": "WARNING",
+            **({"WORKRAIL_STORE_URL": args.store} if args.store else {}),
         }
         params = StdioServerParameters(
             command=sys.executable, args=["-m", "workrail", "mcp"], env=env
@@ -111,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    table = Table(title=f"workrail mcp over stdio, {args.iterations} iterations")
+    where = "PostgreSQL" if args.store else "files"
+    table = Table(title=f"workrail mcp over stdio ({where}), {args.iterations} iterations")
     for column in ("call", "n", "median ms", "p95 ms"):
         table.add_column(column, justify="right" if column != "call" else "left")
     for name, row in rows.items():

@@ -83,10 +83,7 @@ def test_a_connection_lost_inside_a_write_leaves_nothing_behind(
         def append_then_lose_the_connection(txn: Any) -> Any:
             assert isinstance(txn.append(first), Success)
             with psycopg.connect(url, autocommit=True) as admin:
-                admin.execute(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                    "WHERE application_name = 'workrail' AND state = 'idle in transaction'"
-                )
+                admin.execute("SELECT pg_terminate_backend(%s)", (txn.conn.info.backend_pid,))
             return txn.append(second)
 
         result = backend.sessions.write(chain.sess, append_then_lose_the_connection)

@@ -29,7 +29,9 @@ CONNECT_TIMEOUT_SECONDS: Final = 5
 POOL_WAIT_SECONDS: Final = 5.0
 """How long a call waits for a pooled connection before it answers STORE_UNAVAILABLE."""
 
-DEFAULT_POOL_SIZE: Final = 10
+DEFAULT_POOL_SIZE: Final = 20
+"""Connections per server process. A write holds one for its whole transaction and may need
+a second meanwhile (a snapshot it stores), so at most half the pool writes at once."""
 
 Connection = psycopg.Connection[Any]
 
@@ -112,10 +114,12 @@ class Database:
         self, url: str, *, pool_size: int = DEFAULT_POOL_SIZE, wait: float = POOL_WAIT_SECONDS
     ) -> None:
         self.url = url
+        self.wait = wait
+        self.size = max(2, pool_size)
         self.pool: ConnectionPool[Connection] = ConnectionPool(
             url,
             min_size=1,
-            max_size=max(2, pool_size),
+            max_size=self.size,
             kwargs=connect_kwargs(),
             open=False,
             timeout=wait,

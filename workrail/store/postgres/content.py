@@ -44,6 +44,15 @@ class _ContentTable:
         ref = sha256_digest(data)
 
         def insert(conn: Connection) -> None:
+            with conn.pipeline(), conn.transaction():
+                # No flush to wait for here: content is only ever named by an append, whose
+                # synchronous COMMIT comes later on the same server and flushes the WAL up
+                # to itself — this row included. A put whose append never commits may be
+                # lost in a crash, which is harmless (the retry puts it again).
+                conn.execute("SET LOCAL synchronous_commit TO off")
+                store(conn)
+
+        def store(conn: Connection) -> None:
             # `stored_at` is refreshed for content already there: the collector spares what
             # was stored recently, so a ref about to be pinned is never swept from under it.
             if ref in self._cache:
@@ -126,10 +135,12 @@ class _ContentTable:
         with self._mutex:
             self._cache.pop(ref, None)
         return self._db.run(
-            lambda conn: conn.execute(
-                f"DELETE FROM {self._table} WHERE {self._key} = %s RETURNING 1", (ref,)
-            ).fetchone()
-            is not None
+            lambda conn: (
+                conn.execute(
+                    f"DELETE FROM {self._table} WHERE {self._key} = %s RETURNING 1", (ref,)
+                ).fetchone()
+                is not None
+            )
         )
 
     def get_on(self, conn: Connection, ref: str) -> Result[dict[str, Any] | None, StoreError]:

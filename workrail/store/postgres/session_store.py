@@ -112,6 +112,9 @@ class PostgresSessionStore:
         self._slots: OrderedDict[str, _Slot] = OrderedDict()
         self._slots_mutex = threading.Lock()
         self._guard = WriterGuard()
+        # Half the pool may write at once: each writer can then always get the second
+        # connection it may need inside its transaction, so writers never starve each other.
+        self._write_slots = threading.BoundedSemaphore(max(1, db.size // 2))
 
     # --- cache -----------------------------------------------------------------------
 
@@ -261,21 +264,38 @@ class PostgresSessionStore:
         with self._guard.hold(session_id) as refused:
             if refused is not None:
                 return Failure(refused)
-            for attempt in (1, 2):
-                try:
-                    with self._db.connection() as conn:
-                        return self._transaction(conn, session_id, fn)
-                except _StaleConnection as exc:
-                    if attempt == 2:
-                        return Failure(unavailable(exc.__cause__ or exc, self._db.url))
-                    self._db.discard_broken()
-                except PoolTimeout as exc:
-                    return Failure(unavailable(exc, self._db.url))
-                except psycopg.Error as exc:
-                    # COMMIT (or ROLLBACK) failed: whether it landed is unknown, so forget
-                    # the cache and let the caller retry (appends are idempotent by key).
-                    self._forget(session_id)
-                    return Failure(store_error(exc, self._db.url))
+            if not self._write_slots.acquire(timeout=self._db.wait):
+                return Failure(
+                    StoreError(
+                        "STORE_UNAVAILABLE",
+                        "This server is busy writing other sessions (every write slot is "
+                        "taken); retry shortly.",
+                    )
+                )
+            try:
+                return self._write_with_a_slot(session_id, fn)
+            finally:
+                self._write_slots.release()
+
+    def _write_with_a_slot(
+        self, session_id: str, fn: Callable[[_Txn], Result[T, E]]
+    ) -> Result[T, E | StoreError]:
+        """The transaction, on a connection that is replaced once when found dead."""
+        for attempt in (1, 2):
+            try:
+                with self._db.connection() as conn:
+                    return self._transaction(conn, session_id, fn)
+            except _StaleConnection as exc:
+                if attempt == 2:
+                    return Failure(unavailable(exc.__cause__ or exc, self._db.url))
+                self._db.discard_broken()
+            except PoolTimeout as exc:
+                return Failure(unavailable(exc, self._db.url))
+            except psycopg.Error as exc:
+                # COMMIT (or ROLLBACK) failed: whether it landed is unknown, so forget
+                # the cache and let the caller retry (appends are idempotent by key).
+                self._forget(session_id)
+                return Failure(store_error(exc, self._db.url))
         raise AssertionError("unreachable")
 
     def add_projector(self, projector: AppendProjector) -> None:
@@ -339,25 +359,25 @@ class PostgresSessionStore:
     def _transaction(
         self, conn: Connection, session_id: str, fn: Callable[[_Txn], Result[T, E]]
     ) -> Result[T, E | StoreError]:
+        """BEGIN, the lock and the freshness check go out in one round trip (pipeline
+        mode); so do each append's inserts; COMMIT is the last."""
         txn: _Txn | None = None
+        called = False
         try:
-            with conn.transaction():
-                try:
-                    row = conn.execute(
-                        "SELECT pg_try_advisory_xact_lock(%s)", (session_lock_key(session_id),)
-                    ).fetchone()
-                except psycopg.Error as exc:
-                    if is_connection_lost(exc):
-                        raise _StaleConnection(str(exc)) from exc
-                    raise
+            with conn.pipeline(), conn.transaction():
+                lock = conn.execute(
+                    "SELECT pg_try_advisory_xact_lock(%s)", (session_lock_key(session_id),)
+                )
+                slot = self._slot(session_id)
+                with slot.lock:  # runs after the lock statement: sees what committed before it
+                    base = self._refresh(conn, session_id, slot)
+                row = lock.fetchone()
                 if row is None or not row[0]:
                     raise _Rollback(Failure(locked_elsewhere()))
-                slot = self._slot(session_id)
-                with slot.lock:
-                    base = self._refresh(conn, session_id, slot)
                 if isinstance(base, Corruption):
                     raise _Rollback(Failure(not_healthy(base)))
                 txn = _Txn(self, conn, session_id, base)
+                called = True
                 try:
                     result = fn(txn)
                 finally:
@@ -368,6 +388,10 @@ class PostgresSessionStore:
                     raise _Rollback(result)
         except _Rollback as stop:
             return stop.result  # type: ignore[return-value]
+        except psycopg.Error as exc:
+            if not called and is_connection_lost(exc):
+                raise _StaleConnection(str(exc)) from exc
+            raise
         if txn.pending is not None:
             self._publish(session_id, txn.pending)
         return result

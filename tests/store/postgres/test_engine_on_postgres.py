@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+from returns.result import Success
 
 from tests.bundle.helpers import BUNDLE_ID, EXPORTED_AT
 from tests.engine.conftest import counter_entropy, engine_over
@@ -88,3 +89,33 @@ def test_tokens_from_one_replica_work_on_another(open_backend: OpenBackend) -> N
     done = ok(one.advance(nxt["stateToken"], nxt["ackToken"], notes_markdown="built"))
     assert done["kind"] == "ok"
     assert err(two.rehydrate("st1.garbage")).code == "TOKEN_INVALID_FORMAT"
+
+
+def test_many_concurrent_advances_never_starve_the_pool(module_db_url: str) -> None:
+    """A write holds a connection and needs another for the snapshot it stores: with more
+    writers than connections, each must still finish (none times out on the pool)."""
+    import threading
+
+    from workrail.store.postgres import open_postgres_backend
+
+    backend = open_postgres_backend(module_db_url, pool_size=4, pool_wait=2.0).unwrap()
+    try:
+        engine = engine_over(backend)
+        starts = [ok(engine.start_workflow("probe-flow")) for _ in range(8)]
+        failures: list[object] = []
+        barrier = threading.Barrier(len(starts))
+
+        def advance(start: dict[str, Any]) -> None:
+            barrier.wait()
+            result = engine.advance(start["stateToken"], start["ackToken"], notes_markdown="x")
+            if not isinstance(result, Success):
+                failures.append(result)
+
+        threads = [threading.Thread(target=advance, args=(s,)) for s in starts]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert failures == []
+    finally:
+        backend.close()

@@ -40,6 +40,7 @@ def anyio_backend() -> str:
 class Replica:
     proc: subprocess.Popen[bytes]
     url: str
+    log: Path
 
 
 @contextmanager
@@ -47,11 +48,14 @@ def replicas(store_url: str, tmp_path: Path, count: int = 3) -> Iterator[list[Re
     """`workrail serve --store URL --port N`, `count` times, each with a data directory of
     its own (for its fence), all on one database."""
     started: list[Replica] = []
+    logs = []
     try:
         for n in range(count):
             port = free_port()
             data = tmp_path / f"replica{n}"
             data.mkdir()
+            log = data / "server.log"
+            logs.append(log.open("wb"))
             proc = subprocess.Popen(
                 [
                     sys.executable,
@@ -66,9 +70,9 @@ def replicas(store_url: str, tmp_path: Path, count: int = 3) -> Iterator[list[Re
                 env={**server_env(data), "WORKRAIL_LOG_LEVEL": "WARNING"},
                 cwd=ROOT,
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
+                stderr=logs[-1],
             )
-            started.append(Replica(proc, f"http://127.0.0.1:{port}/mcp"))
+            started.append(Replica(proc, f"http://127.0.0.1:{port}/mcp", log))
         for replica in started:
             wait_until_accepting(replica.proc, int(replica.url.rsplit(":", 1)[1].split("/")[0]))
         yield started
@@ -82,6 +86,8 @@ def replicas(store_url: str, tmp_path: Path, count: int = 3) -> Iterator[list[Re
             except subprocess.TimeoutExpired:
                 replica.proc.kill()
                 replica.proc.wait()
+        for handle in logs:
+            handle.close()
 
 
 async def call(client: Client, tool: str, args: dict[str, Any], seen: list[str]) -> dict[str, Any]:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
@@ -75,3 +78,43 @@ def test_a_body_over_16_kib_is_refused(service: FenceService) -> None:
     )
     assert (response.status_code, response.json()["error"]["code"]) == (400, "INVALID_INPUT")
     assert "16 KiB" in response.json()["error"]["message"]
+
+
+CROSS_SITE = {"Origin": "https://attacker.example"}
+
+
+def test_a_cross_site_page_cannot_call_the_api_or_spend_a_local_clients_budget(
+    backend: FenceBackend, clock: ManualClock
+) -> None:
+    http = client_for(FenceService(backend, KEY, clock, RateLimits(client_rpm=2, global_rpm=0)))
+    for _ in range(5):
+        refused = http.post(URL, json=status(), headers=CROSS_SITE)
+        assert refused.status_code == 403
+        assert refused.json()["error"]["code"] == "INVALID_INPUT"
+        assert "attacker.example" in refused.json()["error"]["message"]
+        # a "simple" cross-site request (no preflight) cannot say application/json
+        simple = http.post(
+            URL, content=json.dumps(status()), headers={"Content-Type": "text/plain"}
+        )
+        assert simple.status_code == 415
+    assert http.get(URL, headers=CROSS_SITE).status_code == 403
+    for _ in range(2):  # the local client's whole budget is still there
+        assert http.post(URL, json=status()).status_code == 404  # CHECKPOINT_NOT_FOUND
+    assert http.post(URL, json=status()).status_code == 429
+
+
+@pytest.mark.parametrize(
+    "origin",
+    ["http://127.0.0.1:8765", "http://localhost:3000", "http://[::1]:8765", "http://testserver"],
+)
+def test_loopback_and_same_origin_requests_are_served(service: FenceService, origin: str) -> None:
+    response = client_for(service).post(URL, json=status(), headers={"Origin": origin})
+    assert response.status_code == 404, response.json()
+
+
+@pytest.mark.parametrize(
+    "origin", ["null", "http://127.0.0.1.attacker.example", "file://", "http://testserver.evil"]
+)
+def test_lookalike_and_opaque_origins_are_refused(service: FenceService, origin: str) -> None:
+    response = client_for(service).post(URL, json=status(), headers={"Origin": origin})
+    assert response.status_code == 403

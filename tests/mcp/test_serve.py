@@ -131,3 +131,12 @@ async def test_unreachable_redis_keeps_the_tool_and_answers_dependency_unavailab
         assert called.structured_content["error"]["code"] == "DEPENDENCY_UNAVAILABLE"
         assert called.structured_content["error"]["retryable"] is True
     fence.close()
+
+
+async def test_serve_refuses_cross_site_requests_to_the_fence_routes(served: str) -> None:
+    status, refused = _http(
+        served + CHECKPOINT_PATH,
+        {"action": "status", "namespace": claim()["namespace"], "workflow_key": "w"},
+        {"Origin": "https://attacker.example"},
+    )
+    assert (status, refused["error"]["code"]) == (403, "INVALID_INPUT")

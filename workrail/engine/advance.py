@@ -36,7 +36,8 @@ from workrail.engine.loaded import (
     remember_snapshot,
     resolve_state,
 )
-from workrail.engine.responses import CallStyle, advance_response
+from workrail.engine.needed import needed_input_error
+from workrail.engine.responses import CallStyle, advance_response, step_call
 from workrail.engine.store_errors import from_store
 from workrail.store.ports import AppendPlan, SessionLog, SnapshotPin, WriteTxn
 from workrail.tokens import AckToken
@@ -97,7 +98,7 @@ def advance(
         if isinstance(again, Failure) or again.unwrap() is not None:
             return again  # type: ignore[return-value]
         facts = resolve_state(log, state, "advance").unwrap()
-        plan = _plan(deps, cache, log, facts, ack, output, context)
+        plan = _plan(deps, cache, log, facts, ack, output, context, style)
         if isinstance(plan, Failure):
             return plan
         appended = txn.append(plan.unwrap())
@@ -159,6 +160,7 @@ def _plan(
     ack: AckToken,
     output: AgentOutput,
     context: dict[str, Any] | None,
+    style: CallStyle = "v1",
 ) -> Result[AppendPlan, EngineError]:
     node = facts.node
     snapshot = load_snapshot(deps, node.data.snapshotRef)
@@ -191,7 +193,11 @@ def _plan(
     )
     decided = decide_advance(compiled.unwrap(), snapshot, request)
     if isinstance(decided, Failure):
-        return Failure(internal(decided.failure().engine_kind))
+        failure = decided.failure()
+        if failure.needs is not None:
+            call = _same_call(deps, log.session_id, facts, ack, output, context, style)
+            return Failure(needed_input_error(failure, call))
+        return Failure(internal(failure.engine_kind))
     decision = decided.unwrap()
 
     sess, run, from_node = log.session_id, facts.run_id, node.node_id
@@ -331,6 +337,40 @@ def _plan(
             tuple(plan.events), (SnapshotPin(snapshot_ref, created.eventIndex, created.eventId),)
         )
     )
+
+
+def _same_call(
+    deps: EngineDeps,
+    session_id: str,
+    facts: NodeFacts,
+    ack: AckToken,
+    output: AgentOutput,
+    context: dict[str, Any] | None,
+    style: CallStyle,
+) -> dict[str, Any] | None:
+    """This advance again, in its own protocol, with the output and context it sent (the
+    tokens are re-minted: minting is deterministic, so they are the ones the call used)."""
+    node_id, attempt = facts.node_id, ack.attempt_id
+    state_token = deps.codec.mint_state(
+        session_id=session_id, node_id=node_id, workflow_hash=facts.workflow_hash
+    )
+    ack_token = deps.codec.mint_ack(session_id=session_id, node_id=node_id, attempt_id=attempt)
+    continue_token = deps.codec.mint_continue(
+        session_id=session_id, node_id=node_id, attempt_id=attempt
+    )
+    call = step_call(style, state_token, ack_token, continue_token)
+    if call is None:
+        return None
+    sent: dict[str, Any] = {}
+    if output.notes_markdown is not None:
+        sent["notesMarkdown"] = output.notes_markdown
+    if output.artifacts:
+        sent["artifacts"] = list(output.artifacts)
+    if sent:
+        call["params"]["output"] = sent
+    if context:
+        call["params"]["context"] = dict(context)
+    return call
 
 
 def _with_replay_warning(

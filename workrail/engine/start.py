@@ -17,6 +17,7 @@ from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError, error, workflow_not_found
 from workrail.engine.events_builder import PlanBuilder
 from workrail.engine.loaded import CompiledCache
+from workrail.engine.needed import needed_input_error
 from workrail.engine.responses import next_call, next_intent, render
 from workrail.engine.store_errors import from_store
 from workrail.engine.workspace import WorkspaceFacts, observations
@@ -62,6 +63,15 @@ def start_workflow(
         return Failure(compiled.failure())
     selection = interpreter.start(compiled.unwrap(), context or {})
     if isinstance(selection, Failure):
+        failure = selection.failure()
+        if failure.needs is not None:
+            params: dict[str, Any] = {"workflowId": workflow_id}
+            if context:
+                params["context"] = dict(context)
+            if workspace_path is not None:
+                params["workspacePath"] = workspace_path
+            call = {"tool": "start_workflow", "params": params}
+            return Failure(needed_input_error(failure, call))
         return Failure(
             error(
                 "PRECONDITION_FAILED",

@@ -146,3 +146,39 @@ def _strict_equal(left: Any, right: Any) -> bool:
     if isinstance(left, str) and isinstance(right, str):
         return left == right
     return False
+
+
+NUMERIC_OPERATORS: Final = ("gt", "gte", "lt", "lte")
+
+
+def non_numeric_operands(condition: Any, context: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """`(var, value)` for each `{"var": …, "gt"|"gte"|"lt"|"lte": …}` in `condition` whose
+    context value is not a number (`_MISSING` when unset): comparisons that are silently
+    false (the reference's rule), which a loop reports instead of exiting on."""
+    found: list[tuple[str, Any]] = []
+    stack = [condition]
+    seen = 0
+    while stack and seen < 1000:
+        seen += 1
+        node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        if "var" in node:
+            name = node["var"]
+            if isinstance(name, str) and any(op in node for op in NUMERIC_OPERATORS):
+                if not any(op in node for op in VALUE_OPERATORS[: VALUE_OPERATORS.index("gt")]):
+                    value = context.get(name, _MISSING)
+                    if not is_number(value):
+                        found.append((name, value))
+            continue
+        for key in ("and", "or"):
+            parts = node.get(key)
+            if isinstance(parts, list):
+                stack.extend(parts)
+        if "not" in node:
+            stack.append(node["not"])
+    return found
+
+
+def is_missing(value: Any) -> bool:
+    return value is _MISSING

@@ -5,7 +5,7 @@ to do. Nothing here is raised; functions return these inside `returns.Result`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Final, Literal
 
 ProblemCode = Literal[
     "INVALID_JSON",
@@ -79,11 +79,74 @@ _APPLY: frozenset[str] = frozenset(
 
 
 @dataclass(frozen=True, slots=True)
+class NeededInput:
+    """A value the agent controls that a loop needs and the call did not supply (or
+    supplied with the wrong type): where it goes, what type, and a placeholder for it.
+
+    `source` is `context` (then `key` is the context key) or `artifact` (then `key` is the
+    loop id a `wr.loop_control` artifact must name)."""
+
+    source: Literal["context", "artifact"]
+    key: str
+    expected: str
+    problem: str
+    needed_by: str
+    placeholder: Any
+
+    def path(self) -> str:
+        return f"context.{self.key}" if self.source == "context" else "output.artifacts"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "in": self.source,
+            "key": self.key,
+            "expectedType": self.expected,
+            "problem": self.problem,
+            "neededBy": self.needed_by,
+        }
+
+
+def needed_context(key: str, expected: str, value: Any, needed_by: str, what: str) -> NeededInput:
+    """A context value `needed_by` reads as `expected`: unset, or `value` of another type."""
+    problem = "it is not set" if value is _UNSET else f"it is {describe_value(value)}"
+    return NeededInput("context", key, expected, problem, needed_by, f"<{expected}: {what}>")
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+_UNSET: Final = _Unset()
+UNSET: Final[Any] = _UNSET
+"""Marks a context key that is absent (as opposed to set to null)."""
+
+
+def describe_value(value: Any) -> str:
+    """`a string`, `null`, `an object`… for people (JSON's names, not Python's)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return "not JSON"
+
+
+@dataclass(frozen=True, slots=True)
 class WorkflowError:
-    """An expected failure while compiling or running a pinned workflow."""
+    """An expected failure while compiling or running a pinned workflow. `needs` is set
+    when the agent can fix it by supplying a value (it is then never an internal error)."""
 
     code: WorkflowErrorCode
     message: str
+    needs: NeededInput | None = None
 
     @property
     def engine_kind(self) -> EngineFailureKind:

@@ -13,6 +13,7 @@ from typing import Any, Final
 
 from returns.result import Failure, Result, Success
 
+from workrail.core.session_index import LOOP_CONTROL_KIND
 from workrail.core.snapshot import (
     BlockedState,
     CompletedKeys,
@@ -29,9 +30,9 @@ from workrail.core.snapshot import (
     step_instance_key,
 )
 from workrail.workflow.compiler import CompiledLoop, CompiledWorkflow
-from workrail.workflow.conditions import evaluate_condition
+from workrail.workflow.conditions import evaluate_condition, is_missing, non_numeric_operands
 from workrail.workflow.definition import ArtifactContractSource, LoopStep
-from workrail.workflow.errors import WorkflowError
+from workrail.workflow.errors import UNSET, NeededInput, WorkflowError, needed_context
 from workrail.workflow.jsvalues import is_number
 from workrail.workflow.outcomes import (
     DecisionTraceEntry,
@@ -311,23 +312,44 @@ class _Selector:
         if config.type == "for":
             count: Any = config.count
             if isinstance(count, str):
-                count = self._context.get(count)
+                key = count
+                count = self._context.get(key, UNSET)
                 if not is_number(count):
+                    needs = needed_context(
+                        key,
+                        "number",
+                        count,
+                        f"loop '{loop.id}' (for)",
+                        f"how many times loop '{loop.id}' runs",
+                    )
                     return WorkflowError(
                         "FOR_COUNT_NOT_NUMBER",
-                        f"loop '{loop.id}' needs context.{config.count} to be a number; "
+                        f"loop '{loop.id}' needs context.{key} to be a number ({needs.problem}); "
                         "set it via context before this loop",
+                        needs,
                     )
             if not is_number(count):
                 return WorkflowError("FOR_COUNT_NOT_NUMBER", f"loop '{loop.id}' has no count")
             return bool(iteration < count)
         if config.type == "forEach":
-            items = self._context.get(config.items) if config.items is not None else None
+            if config.items is None:
+                return WorkflowError(
+                    "FOREACH_ITEMS_NOT_ARRAY", f"loop '{loop.id}' names no items to iterate over"
+                )
+            items = self._context.get(config.items, UNSET)
             if not isinstance(items, list):
+                needs = needed_context(
+                    config.items,
+                    "array",
+                    items,
+                    f"loop '{loop.id}' (forEach)",
+                    f"the items loop '{loop.id}' iterates over",
+                )
                 return WorkflowError(
                     "FOREACH_ITEMS_NOT_ARRAY",
-                    f"loop '{loop.id}' needs context.{config.items} to be an array; "
-                    "set it via context before this loop",
+                    f"loop '{loop.id}' needs context.{config.items} to be an array "
+                    f"({needs.problem}); set it via context before this loop",
+                    needs,
                 )
             return iteration < len(items)
         source = loop.condition_source
@@ -342,11 +364,39 @@ class _Selector:
                     "LOOP_CONTROL_ARTIFACT_MISSING",
                     f"loop '{loop.id}' needs a wr.loop_control artifact with loopId "
                     f"'{source.loop_id}' (decision continue|stop) before it is entered",
+                    NeededInput(
+                        "artifact",
+                        source.loop_id,
+                        "wr.loop_control artifact",
+                        "no artifact with this loopId was sent",
+                        f"loop '{loop.id}' ({config.type}, decided by artifact)",
+                        {
+                            "kind": LOOP_CONTROL_KIND,
+                            "loopId": source.loop_id,
+                            "decision": "<continue or stop>",
+                        },
+                    ),
                 )
             enter = decision == "continue"
             label = "artifact"
         else:
             scoped = projected_context(loop, iteration, self._context)
+            unusable = non_numeric_operands(source.condition, scoped)
+            if unusable:
+                key, value = unusable[0]
+                needs = needed_context(
+                    key,
+                    "number",
+                    UNSET if is_missing(value) else value,
+                    f"loop '{loop.id}' ({config.type} condition)",
+                    f"the value loop '{loop.id}' compares to decide whether to run again",
+                )
+                return WorkflowError(
+                    "LOOP_CONDITION_UNAVAILABLE",
+                    f"loop '{loop.id}' compares context.{key} as a number, but "
+                    f"{needs.problem}; set it via context (a number) before this loop",
+                    needs,
+                )
             enter = evaluate_condition(source.condition, scoped)
             if config.type == "until":
                 enter = not enter

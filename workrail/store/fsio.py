@@ -17,9 +17,12 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import secrets
 import stat
 import tempfile
 from pathlib import Path
+
+from workrail.store.spares import Spares, link_spare
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
@@ -205,13 +208,17 @@ def write_all(fd: int, data: bytes) -> None:
 
 
 def write_synced(path: Path, data: bytes) -> None:
-    """Create `path` afresh (0600), write `data`, fsync, close; on failure remove it again.
-    Whatever was at `path` is unlinked first and the new file is created with O_EXCL, so a
-    symlink planted there is removed, never written through."""
+    """Create `path` afresh (0600) holding `data`, fsync'd, then close; on failure nothing
+    is left at `path`. Written into a spare file made ahead of need and linked under
+    `path` once durable; without a spare, `path` is created with O_EXCL. Either way
+    whatever was at `path` is unlinked first, so a symlink planted there is removed, never
+    written through."""
     try:
         os.unlink(path)
     except FileNotFoundError:
         pass
+    if _write_spare(path, data, replace=False):
+        return
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, FILE_MODE)
     try:
         write_all(fd, data)
@@ -223,11 +230,37 @@ def write_synced(path: Path, data: bytes) -> None:
     os.close(fd)
 
 
+def _write_spare(path: Path, data: bytes, *, replace: bool) -> bool:
+    """Write `data` into a spare of `path`'s directory, fsync it, and link it as `path`.
+    False (nothing named) when no spare can be had or linked here."""
+    fd = Spares.shared().take(path.parent)
+    if fd is None:
+        return False
+    try:
+        write_all(fd, data)
+        os.fsync(fd)
+        try:
+            link_spare(fd, path)
+        except FileExistsError:
+            if not replace:
+                raise
+            os.unlink(path)  # an older file goes (never written through a symlink)
+            link_spare(fd, path)
+    finally:
+        os.close(fd)
+    return True
+
+
 def _synced_temp(path: Path, data: bytes) -> Path:
     """A fully written, fsync'd temp file beside `path` with a name no other writer uses,
-    so concurrent writers of the same path never truncate each other's bytes (mkstemp
-    creates it with O_EXCL and does not follow links)."""
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    so concurrent writers of the same path never truncate each other's bytes: a spare
+    made ahead of need linked under a fresh name (a link never follows nor replaces), else
+    mkstemp (O_EXCL, does not follow links)."""
+    name = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    if _write_spare(name, data, replace=False):
+        return name
+    fd, made = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    name = Path(made)
     try:
         write_all(fd, data)
         os.fsync(fd)
@@ -236,7 +269,7 @@ def _synced_temp(path: Path, data: bytes) -> Path:
         os.unlink(name)
         raise
     os.close(fd)
-    return Path(name)
+    return name
 
 
 def atomic_write(path: Path, data: bytes, *, root: Path | None = None) -> None:

@@ -17,6 +17,7 @@ nothing to us (the kernel already dropped its flock).
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,6 +28,7 @@ from filelock import FileLock, Timeout
 
 from workrail.store.errors import StoreError, io_error
 from workrail.store.fsio import ensure_dir
+from workrail.store.spares import Spares, link_spare
 
 _CREATE_ATTEMPTS = 3
 
@@ -52,6 +54,7 @@ class WriterLock:
         for attempt in range(_CREATE_ATTEMPTS):
             try:
                 ensure_dir(self._session_dir)
+                self._name_lock_file()
                 self._file_lock.acquire()
                 break
             except Timeout:
@@ -77,6 +80,20 @@ class WriterLock:
         self._owner = me
         return None
 
+    def _name_lock_file(self) -> None:
+        """Create `.lock` by linking a spare file made ahead of need: as exclusive as the
+        create filelock would do, without allocating an inode while the caller waits. An
+        existing `.lock` is left alone (filelock opens it and the flock decides)."""
+        fd = Spares.shared().take(self._session_dir)
+        if fd is None:
+            return
+        try:
+            link_spare(fd, self._session_dir / ".lock")
+        except OSError:
+            pass  # taken already, or the directory just went: filelock opens or creates it
+        finally:
+            os.close(fd)
+
     def _foreign_owner(self) -> bool:
         try:
             return (self._session_dir / ".lock").stat().st_size > 0
@@ -94,6 +111,7 @@ class WriterLock:
             self._held = False
             self._owner = None
             self._guard.release()
+            Spares.shared().flush()  # the write is done: make the next one's files now
 
 
 class SessionLockRegistry:

@@ -196,3 +196,17 @@ def test_reference_files_verify_on_get(reference_data: Path) -> None:
         result = getattr(backend, kind).get(ref)
         assert isinstance(result, Success), (kind, path.name)
         assert result.unwrap() == json.loads(path.read_bytes())
+
+
+def test_the_decoded_cache_is_bounded_by_bytes_newest_kept(data_dir: Path) -> None:
+    """Step n of a long run stores an O(n) snapshot: a count bound alone kept O(n²)."""
+    from workrail.store.local.cas import LocalSnapshotStore
+    from workrail.store.local.layout import Layout
+
+    store = LocalSnapshotStore(Layout(data_dir), cache_bytes=50_000)
+    refs = [store.put({"values": [f"s{j}" for j in range(i)]}).unwrap() for i in range(0, 2000, 50)]
+    assert store._cached_bytes <= 50_000
+    kept = [ref for ref in refs if ref in store._cache]
+    assert kept == refs[-len(kept) :] and kept
+    # what fell out of memory is read back from disk, verified
+    assert store.get(refs[0]).unwrap() == {"values": []}

@@ -390,3 +390,18 @@ def test_a_reference_owner_record_means_the_session_is_busy(data_dir: Path) -> N
     assert result.failure().code == "SESSION_LOCKED"
     assert result.failure().retryable
     assert (sdir / ".lock").read_bytes() == owner  # never broken by us
+
+
+def test_the_session_cache_is_bounded_by_the_events_it_holds(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("workrail.store.local.session_store.CACHED_EVENTS", 10)
+    store = _fresh(data_dir)
+    chains = [Chain() for _ in range(4)]
+    for chain in chains:
+        append(store, chain.sess, chain.start())
+        append(store, chain.sess, chain.advance())
+    assert sum(len(entry.events) for entry in store._cache.values()) <= 10
+    assert list(store._cache)[-1] == chains[-1].sess
+    for chain in chains:  # evicted sessions load again from disk
+        assert store.health(chain.sess).unwrap().kind == "healthy"

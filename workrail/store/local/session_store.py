@@ -76,6 +76,9 @@ T = TypeVar("T")
 E = TypeVar("E")
 
 CACHED_SESSIONS = 256
+CACHED_EVENTS = 20_000
+"""A long-running server keeps the most recently used sessions loaded, within both bounds
+(one session larger than the event bound is still kept)."""
 
 MANIFEST = "manifest.jsonl"
 STAGED_MANIFEST = "manifest.jsonl.tmp"
@@ -298,6 +301,10 @@ class LocalSessionStore:
         self._cache.move_to_end(session_id)
         while len(self._cache) > CACHED_SESSIONS:
             self._cache.popitem(last=False)
+        held = sum(len(e.events) for e in self._cache.values())
+        while len(self._cache) > 1 and held > CACHED_EVENTS:
+            _, dropped = self._cache.popitem(last=False)
+            held -= len(dropped.events)
 
     def _extend(self, entry: _Entry, session_dir: Path, data: bytes, *, salvage: bool) -> None:
         """Validate manifest bytes that follow `entry.consumed` and fold them into `entry`.

@@ -42,10 +42,14 @@ async def _drive(client: Client) -> None:
     assert unknown.value.error.code == -32602
 
 
-async def test_stdio_subprocess(data_dir: Path) -> None:
+STDIO = ["workrail", "sdk"]  # our transport, and the SDK's own (the reference)
+
+
+@pytest.mark.parametrize("stdio", STDIO)
+async def test_stdio_subprocess(data_dir: Path, stdio: str) -> None:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "workrail", "mcp"],
+        args=["-m", "workrail", "mcp", "--stdio", stdio],
         env=server_env(data_dir),
         cwd=str(ROOT),
     )
@@ -54,13 +58,16 @@ async def test_stdio_subprocess(data_dir: Path) -> None:
     assert (data_dir / "sessions").is_dir()
 
 
-def test_stdio_exits_cleanly_on_eof_and_keeps_stdout_for_protocol(data_dir: Path) -> None:
+@pytest.mark.parametrize("stdio", STDIO)
+def test_stdio_exits_cleanly_on_eof_and_keeps_stdout_for_protocol(
+    data_dir: Path, stdio: str
+) -> None:
     init = (
         '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
         '"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
     )
     done = subprocess.run(
-        [sys.executable, "-m", "workrail", "mcp"],
+        [sys.executable, "-m", "workrail", "mcp", "--stdio", stdio],
         input=init,
         capture_output=True,
         text=True,

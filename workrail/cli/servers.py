@@ -123,7 +123,7 @@ def run_mcp(cli: Cli) -> int:
                 "client talks to it over stdin/stdout; Ctrl-C stops it.",
             )
             with _ctrl_c_stops_at_once(cli, "mcp"):
-                code = serve_stdio(engine, fence, on_ready=ready)
+                code = serve_stdio(engine, fence, on_ready=ready, sdk=args.stdio == "sdk")
     return _stopped(cli, "mcp", code)
 
 
@@ -189,6 +189,13 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         description="Serve WorkRail's MCP tools. Logs go to stderr or --log-file, never stdout.",
     )
     mcp.add_argument("--http", action="store_true", help="serve Streamable HTTP at /mcp")
+    mcp.add_argument(
+        "--stdio",
+        choices=["workrail", "sdk"],
+        default="workrail",
+        help="stdio transport: WorkRail's (default; no thread hops, answers every "
+        "unparseable frame) or the MCP SDK's own (the reference)",
+    )
     _server_flags(mcp)
     mcp.set_defaults(handler=run_mcp)
 

@@ -33,6 +33,8 @@ from workrail.engine.api import Engine
 from workrail.mcp.server import build_server
 
 if TYPE_CHECKING:
+    from mcp.server import MCPServer
+
     from workrail.fence import FenceService
 
 log = logging.getLogger("workrail.mcp")
@@ -116,14 +118,22 @@ def serve_stdio(
     fence: FenceService | None = None,
     *,
     on_ready: Callable[[], None] | None = None,
+    sdk: bool = False,
 ) -> int:
     """Serve until the client closes stdin (or stops reading stdout); exit code 0 then.
-    `on_ready` runs once the server is built, just before it reads stdin."""
+    `on_ready` runs once the server is built, just before it reads stdin.
+
+    Our transport (workrail.mcp.stdio) unless `sdk`, which serves through the SDK's own
+    stdio transport and middleware, the reference the fast path is tested against.
+    """
     server = build_server(engine, fence)
     if on_ready is not None:
         on_ready()
     try:
-        server.run()
+        if sdk:
+            server.run()
+        else:
+            anyio.run(_serve_stdio, server)
     except KeyboardInterrupt:
         return 130
     except BaseException as exc:
@@ -134,6 +144,20 @@ def serve_stdio(
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
     return 0
+
+
+async def _serve_stdio(server: MCPServer) -> None:
+    from workrail.mcp.stdio import stdio_streams
+
+    lowlevel = server._lowlevel_server  # the SDK's own run_stdio_async does the same
+    from mcp.server._otel import OpenTelemetryMiddleware
+
+    # No OpenTelemetry span per message on this path: without an exporter it only costs.
+    server.middleware[:] = [
+        m for m in server.middleware if not isinstance(m, OpenTelemetryMiddleware)
+    ]
+    async with stdio_streams() as (read_stream, write_stream):
+        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 
 def serve_http(

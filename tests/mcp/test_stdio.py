@@ -1,0 +1,85 @@
+"""WorkRail's stdio transport: every frame gets an answer, parse errors included, and the
+server goes on serving (raw frames into a real `workrail mcp` process)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.mcp.servers import ROOT, server_env
+from workrail.mcp.stdio import INVALID_REQUEST, PARSE_ERROR, parse_frame
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+
+
+def _call(request_id: int, params: str) -> str:
+    return f'{{"jsonrpc":"2.0","id":{request_id},"method":"tools/call","params":{params}}}'
+
+
+HOSTILE = {
+    # a truncated emoji from a JS client: a lone surrogate escape
+    "lone surrogate": (_call(11, '{"name":"list_workflows","arguments":{"a":"\\ud83d"}}'), 11),
+    "huge integer": (_call(12, '{"name":"x","arguments":{"n":' + "9" * 5000 + "}}"), 12),
+    "deep nesting": (_call(13, '{"name":"x","arguments":{"a":' + "[" * 300 + "]" * 300 + "}}"), 13),
+    "not json": ("this is not json", None),
+    "truncated": ('{"jsonrpc":"2.0","id":14,"method":"tools/ca', 14),
+}
+
+
+@pytest.mark.parametrize("frame,expected_id", HOSTILE.values(), ids=list(HOSTILE))
+def test_unparseable_frames_are_parse_errors_with_their_id(frame: str, expected_id: Any) -> None:
+    answer = parse_frame(frame.encode())
+    assert isinstance(answer, dict)
+    assert answer["error"]["code"] == PARSE_ERROR
+    assert answer["id"] == expected_id
+    assert answer["jsonrpc"] == "2.0"
+
+
+def test_json_that_is_not_json_rpc_is_an_invalid_request() -> None:
+    answer = parse_frame(b'{"id": "abc", "hello": 1}')
+    assert isinstance(answer, dict)
+    assert answer["error"]["code"] == INVALID_REQUEST and answer["id"] == "abc"
+
+
+def test_a_valid_frame_is_the_sdk_message() -> None:
+    message = parse_frame(json.dumps(INIT).encode())
+    assert not isinstance(message, dict)
+
+
+def test_a_real_server_answers_every_frame_and_keeps_serving(data_dir: Path) -> None:
+    frames = [json.dumps(INIT), '{"jsonrpc":"2.0","method":"notifications/initialized"}']
+    frames += [frame for frame, _ in HOSTILE.values()]
+    frames += ['{"jsonrpc":"2.0","id":99,"method":"ping"}']
+    done = subprocess.run(
+        [sys.executable, "-m", "workrail", "mcp"],
+        input="\n".join(frames) + "\n",
+        capture_output=True,
+        text=True,
+        env=server_env(data_dir),
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    by_id = {a.get("id"): a for a in answers}
+    assert by_id[1]["result"]["serverInfo"]["name"] == "workrail"
+    for _frame, expected_id in HOSTILE.values():
+        if expected_id is not None:
+            assert by_id[expected_id]["error"]["code"] == PARSE_ERROR
+    assert sum(1 for a in answers if a.get("id") is None) == 1  # "not json"
+    assert by_id[99]["result"] == {}
+    assert len(answers) == 2 + len(HOSTILE)  # nothing else on stdout

@@ -104,7 +104,7 @@ class _ParsedSnapshots:
     Only the newest snapshots are wanted (each session advances from its tip).
     """
 
-    MAX_ENTRIES = 4096
+    MAX_ENTRIES = 512
     MAX_KEYS = 200_000
 
     def __init__(self) -> None:

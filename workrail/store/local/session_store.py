@@ -75,7 +75,7 @@ from workrail.store.ports import LIST_PAGE_MAX, AppendOutcome, AppendPlan, Prefi
 T = TypeVar("T")
 E = TypeVar("E")
 
-CACHED_SESSIONS = 256
+CACHED_SESSIONS = 64
 CACHED_EVENTS = 20_000
 """A long-running server keeps the most recently used sessions loaded, within both bounds
 (one session larger than the event bound is still kept)."""

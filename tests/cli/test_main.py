@@ -341,3 +341,65 @@ def test_a_failed_demo_still_reports_the_checks_made(
     report = json.loads(out.getvalue())
     assert report["ok"] is False and report["failure"]
     assert report["checks"] and report["sessionId"].startswith("sess_")
+
+
+def test_the_command_table_names_every_command_of_every_module() -> None:
+    import argparse
+    import importlib
+
+    from workrail import cli as cli_package
+
+    registered: dict[str, str] = {}
+    for module in cli_package.MODULES:
+        parser = argparse.ArgumentParser()
+        subparsers = parser.add_subparsers()
+        importlib.import_module(f"workrail.cli.{module}").register(
+            subparsers, argparse.ArgumentParser(add_help=False)
+        )
+        for name in subparsers.choices:
+            registered[name] = module
+    assert registered == cli_package.COMMANDS
+    assert set(cli_package.MODULES) == set(cli_package.COMMANDS.values())
+
+
+def test_the_env_names_shown_in_help_are_the_configuration_s() -> None:
+    from workrail import cli as cli_package
+    from workrail import config
+
+    assert (cli_package.DATA_DIR_ENV, cli_package.STORE_URL_ENV) == (
+        config.DATA_DIR_ENV,
+        config.STORE_URL_ENV,
+    )
+
+
+def _imported_by(*argv: str) -> set[str]:
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys\n"
+        "from workrail.cli import main\n"
+        "try:\n"
+        f"    main({list(argv)!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    return set(json.loads(done.stderr.strip().splitlines()[-1]))
+
+
+def test_version_loads_no_command_and_no_sdk() -> None:
+    loaded = _imported_by("--version")
+    assert not {m for m in loaded if m.startswith("workrail.cli.")}
+    assert not {m for m in loaded if m == "mcp" or m.startswith(("mcp.", "mcp_types"))}
+
+
+def test_validate_loads_neither_the_sdk_nor_the_store() -> None:
+    loaded = _imported_by("validate", "--help")
+    assert "workrail.cli.workflows" in loaded
+    assert not {m for m in loaded if m == "mcp" or m.startswith("mcp.")}
+    assert "workrail.store.local.session_store" not in loaded

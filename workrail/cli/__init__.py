@@ -9,26 +9,47 @@ the subcommand.
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from typing import TextIO
+from typing import Final, TextIO
 
 from workrail import __version__
-from workrail.cli import (
-    bundles,
-    checkpoint,
-    console,
-    demo,
-    fence,
-    keys,
-    migrate,
-    servers,
-    sessions,
-    workflows,
+
+DATA_DIR_ENV: Final = "WORKRAIL_DATA_DIR"
+STORE_URL_ENV: Final = "WORKRAIL_STORE_URL"
+
+COMMANDS: Final[dict[str, str]] = {
+    "mcp": "servers",
+    "serve": "servers",
+    "console": "console",
+    "demo": "demo",
+    "validate": "workflows",
+    "workflows": "workflows",
+    "export": "bundles",
+    "import": "bundles",
+    "fence": "fence",
+    "sessions": "sessions",
+    "checkpoint": "checkpoint",
+    "keys": "keys",
+    "migrate": "migrate",
+}
+"""Which module of this package registers each command. Only the module of the command
+being run is imported (a server does not load the demo's MCP client, `--version` loads
+none); help lists them all. A test checks this table against the modules."""
+MODULES: Final = (
+    "servers",
+    "console",
+    "demo",
+    "workflows",
+    "bundles",
+    "fence",
+    "sessions",
+    "checkpoint",
+    "keys",
+    "migrate",
 )
-from workrail.cli.context import INTERRUPTED, Cli, CliExit
-from workrail.config import DATA_DIR_ENV, STORE_URL_ENV
 
 
 def _global_flags(*, top_level: bool) -> argparse.ArgumentParser:
@@ -62,7 +83,8 @@ def _global_flags(*, top_level: bool) -> argparse.ArgumentParser:
     return flags
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; with `argv`, only the command modules it needs are imported."""
     parser = argparse.ArgumentParser(
         prog="workrail",
         description="Workflow-enforcement MCP server for AI agents.",
@@ -71,20 +93,23 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"workrail {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     common = _global_flags(top_level=False)
-    for module in (
-        servers,
-        console,
-        demo,
-        workflows,
-        bundles,
-        fence,
-        sessions,
-        checkpoint,
-        keys,
-        migrate,
-    ):
-        module.register(subparsers, common)
+    for name in _modules_for(argv):
+        importlib.import_module(f"workrail.cli.{name}").register(subparsers, common)
     return parser
+
+
+def _modules_for(argv: Sequence[str] | None) -> Sequence[str]:
+    """The command module the first word naming a command selects; every module when no
+    word does (help, a typo: argparse then lists them all), none for `--version`."""
+    if argv is None:
+        return MODULES
+    words = list(argv)
+    if "--version" in words and not any(w in COMMANDS for w in words):
+        return ()
+    for word in words:
+        if word in COMMANDS:
+            return (COMMANDS[word],)
+    return MODULES
 
 
 def _sessions_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -107,8 +132,12 @@ def main(
     out: TextIO | None = None,
     err: TextIO | None = None,
 ) -> int:
-    parser = build_parser()
     given = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(given)
+    if not _modules_for(given):
+        parser.parse_args(given)  # --version: prints and exits before anything is loaded
+    from workrail.cli.context import INTERRUPTED, Cli, CliExit
+
     _mark_argv(parser, given)
     try:
         args, extras = parser.parse_known_args(given)
@@ -120,6 +149,8 @@ def main(
     if extras:
         if getattr(args, "command", None) == "sessions":
             # Our own envelope, with a did-you-mean, instead of argparse's usage text.
+            from workrail.cli import sessions
+
             cli = Cli(args, os.environ if env is None else env, out or sys.stdout, err or sys.stderr)
             return cli.fail(sessions.unknown_arguments(_sessions_parser(parser), extras))
         parser.error(f"unrecognized arguments: {' '.join(extras)}")

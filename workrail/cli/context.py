@@ -10,17 +10,18 @@ import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from returns.result import Failure
 from rich.console import Console
 from rich.markup import escape
 
-from workrail.app import build_engine, open_backend
 from workrail.config import ConfigError, Overrides, WorkrailConfig, load_config
 from workrail.core.errors import envelope, retry_of, spec_of, suggestion_of
-from workrail.engine.api import Engine
-from workrail.store.ports import Backend
+
+if TYPE_CHECKING:
+    from workrail.engine.api import Engine
+    from workrail.store.ports import Backend
 
 INTERRUPTED = 130
 """The exit status after Ctrl-C (128 + SIGINT), as shells report it."""
@@ -46,7 +47,10 @@ class CliExit(Exception):
 
 
 def overrides_of(args: argparse.Namespace) -> Overrides:
-    dirs = [*(getattr(args, "global_workflows", None) or ()), *(getattr(args, "workflows", None) or ())]
+    dirs = [
+        *(getattr(args, "global_workflows", None) or ()),
+        *(getattr(args, "workflows", None) or ()),
+    ]
     return Overrides(
         data_dir=getattr(args, "data_dir", None),
         store_url=getattr(args, "store", None),
@@ -90,6 +94,8 @@ class Cli:
         """The configured store, opened once; one that cannot be opened stops the command
         with one line that says why. Opening writes nothing."""
         if self._backend is None:
+            from workrail.app import open_backend  # only commands that touch sessions pay
+
             opened = open_backend(self.config)
             if isinstance(opened, Failure):
                 problem = opened.failure()
@@ -100,6 +106,8 @@ class Cli:
     def engine(self) -> Engine:
         """The engine over the store (loading, or on first use creating, the keyring)."""
         if self._engine is None:
+            from workrail.app import build_engine
+
             built = build_engine(self.config, self.backend())
             if isinstance(built, Failure):
                 problem = built.failure()

@@ -296,8 +296,12 @@ async def drive(report: Report, base_env: Mapping[str, str]) -> str:
     """Run the script against a fresh server; checks accumulate in `report` as they pass,
     so a failure still leaves the checks made so far."""
     from mcp import Client
+    from mcp.client.stdio import stdio_client
 
-    async with Client(_server_params(base_env, report.data_dir)) as client:
+    # The server's stderr goes to ours as it is now (the SDK's default is whatever
+    # sys.stderr was when it was first imported).
+    transport = stdio_client(_server_params(base_env, report.data_dir), errlog=sys.stderr)
+    async with Client(transport) as client:
         return await _script(client, report)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import logging
 import os
+import signal
 import socket
 import sys
 from collections.abc import Awaitable, Callable
@@ -99,8 +100,7 @@ def build_http_app(
 ) -> Starlette:
     """The MCP Streamable HTTP app at /mcp, plus the fence HTTP routes when `fence` is given
     and the web console at /console when `console` is (it guards itself)."""
-    server = build_server(engine, fence)
-    app = server.streamable_http_app(host=host)
+    app = _mcp_app(build_server(engine, fence), host)
     if fence is not None:
         from workrail.mcp.fence_routes import fence_routes
 
@@ -188,10 +188,12 @@ def serve_http(
                 on_stop()  # e.g. end the console's live streams so shutdown is not held
             super().handle_exit(sig, frame)
 
+    from workrail.mcp.http_guard import ExhaustionLogOnce, uvicorn_options
+
     if fence_http:
         app = build_http_app(engine, fence, host, console)
     else:
-        app = build_server(engine, fence).streamable_http_app(host=host)
+        app = _mcp_app(build_server(engine, fence), host)
     # log_config=None: uvicorn's default config sends access logs to stdout.
     config = uvicorn.Config(
         app,
@@ -201,9 +203,42 @@ def serve_http(
         log_level=logging.getLevelName(logging.getLogger().level).lower(),
         lifespan="on",
         timeout_graceful_shutdown=1,
+        **uvicorn_options(),
     )
+    server = Server(config)
+
+    async def serve() -> None:
+        import asyncio
+
+        asyncio.get_running_loop().set_exception_handler(ExhaustionLogOnce())
+        await server.serve()
+
+    # uvicorn drains on SIGTERM, then re-raises the signal to the handler it found: make
+    # that one return, so a drained server exits 0 instead of dying of the signal.
+    previous = signal.signal(signal.SIGTERM, _drained)
     try:
-        anyio.run(Server(config).serve)
+        anyio.run(serve)
     except KeyboardInterrupt:
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return 0
+
+
+def _drained(signum: int, frame: object) -> None:
+    """SIGTERM once uvicorn has finished its graceful shutdown: nothing left to do."""
+
+
+def _mcp_app(server: MCPServer, host: str) -> Starlette:
+    """The Streamable HTTP app: idle sessions bounded tightly (see http_guard), and each
+    POST answered with plain JSON rather than an event stream. Our tools send nothing
+    before their result, and an event stream is cut off the moment the server begins to
+    shut down (sse-starlette), where a JSON answer in flight is still delivered."""
+    from workrail.mcp.http_guard import MAX_SESSIONS, SESSION_IDLE_S
+
+    return server.streamable_http_app(
+        host=host,
+        json_response=True,
+        session_idle_timeout=SESSION_IDLE_S,
+        max_sessions=MAX_SESSIONS,
+    )

@@ -1,0 +1,108 @@
+"""Connection hygiene for the HTTP servers (uvicorn, h11).
+
+uvicorn arms its keep-alive timer only after a first chunk of data and re-arms it on
+every chunk, so a socket that connects and says nothing, or trickles a request head a
+byte at a time, is held forever: ~1,000 idle loopback sockets once exhausted the file
+descriptors. Here every connection must deliver a complete request head within
+`HEAD_TIMEOUT_S` of connecting (and of finishing its previous response); the server takes
+at most `MAX_CONNECTIONS` connections at a time (503 beyond); running out of descriptors
+is logged once, not once per failed accept; and on SIGTERM (or Ctrl-C) a request in
+flight is still answered before the process exits (uvicorn's graceful shutdown, bounded
+by the caller at one second so open event streams cannot hold the process).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Final
+
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+HEAD_TIMEOUT_S: Final = 10.0
+KEEP_ALIVE_S: Final = 5
+MAX_CONNECTIONS: Final = 256
+SESSION_IDLE_S: Final = 300.0
+MAX_SESSIONS: Final = 512
+"""Streamable HTTP sessions: an abandoned one is dropped after five idle minutes (the SDK
+holds one for 30 minutes, up to 10,000 at ~40 KB each). A client whose session expired
+gets 404 and starts a new one; our tokens carry all workflow state, so nothing is lost."""
+
+log = logging.getLogger("workrail.http")
+
+
+class GuardedH11Protocol(H11Protocol):
+    """h11 with a deadline for each request head (see the module docstring)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._head_deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm_head_deadline()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_head_deadline()
+        super().connection_lost(exc)
+
+    def handle_events(self) -> None:
+        super().handle_events()
+        if self.cycle is not None and not self.cycle.response_complete:
+            self._disarm_head_deadline()  # a request is being served: its head arrived
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing():
+            self._arm_head_deadline()  # the next request's head gets the same deadline
+
+    def _arm_head_deadline(self) -> None:
+        self._disarm_head_deadline()
+        self._head_deadline = self.loop.call_later(HEAD_TIMEOUT_S, self._head_too_slow)
+
+    def _disarm_head_deadline(self) -> None:
+        if self._head_deadline is not None:
+            self._head_deadline.cancel()
+            self._head_deadline = None
+
+    def _head_too_slow(self) -> None:
+        self._head_deadline = None
+        if self.transport.is_closing():
+            return
+        if self.cycle is not None and not self.cycle.response_complete:
+            return  # serving a request: never cut it off
+        self.transport.close()
+
+
+class ExhaustionLogOnce:
+    """An asyncio exception handler that reports running out of descriptors (or memory)
+    once per episode, with what to do, instead of a traceback for every failed accept."""
+
+    def __init__(self) -> None:
+        self._reported = False
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        if isinstance(exc, OSError) and exc.errno in _EXHAUSTION:
+            if not self._reported:
+                self._reported = True
+                log.error(
+                    "out of system resources accepting connections (%s); new connections "
+                    "wait until some close. Raise the open-files limit (ulimit -n) or "
+                    "find the client holding idle connections. Not logged again.",
+                    exc.strerror,
+                )
+            return
+        loop.default_exception_handler(context)
+
+
+_EXHAUSTION: Final = frozenset({24, 23, 12, 105})  # EMFILE, ENFILE, ENOMEM, ENOBUFS
+
+
+def uvicorn_options() -> dict[str, Any]:
+    """The uvicorn.Config keywords that apply the limits above."""
+    return {
+        "http": GuardedH11Protocol,
+        "timeout_keep_alive": KEEP_ALIVE_S,
+        "limit_concurrency": MAX_CONNECTIONS,
+    }

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import http.client
+import os
+import re
 import shutil
 import socket
 import threading
@@ -306,8 +308,10 @@ def page(browser: Any) -> Iterator[Any]:
 
 
 def screenshot(tab: Any, name: str) -> Path:
-    """Save a full-page screenshot as a test artifact (test-artifacts/ is not committed)."""
+    """Save a full-page screenshot as a test artifact (test-artifacts/ is not committed),
+    named for the backend the test ran on."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    path = ARTIFACTS / f"{name}.png"
+    backend = re.search(r"\[(files|postgres)\]", os.environ.get("PYTEST_CURRENT_TEST", ""))
+    path = ARTIFACTS / (f"{name}-{backend[1]}.png" if backend else f"{name}.png")
     tab.screenshot(path=str(path), full_page=True)
     return path

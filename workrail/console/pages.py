@@ -236,6 +236,7 @@ def session_page(ctx: PageContext, request: Request) -> Response:
         "session.html",
         view=view,
         summary=summary,
+        run_statuses={r.run_id: r.status for r in summary.runs} if summary else {},
         resume_call=_resume_call(summary, view.session_id),
         inspection=inspection,
         node=inspection.node,

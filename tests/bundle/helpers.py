@@ -76,3 +76,42 @@ def tree_fingerprint(root: Path) -> str:
         else:
             h.update(b"D")
     return h.hexdigest()
+
+
+def rekey(doc: dict[str, Any]) -> dict[str, Any]:
+    """Re-seal a bundle whose snapshots or pinned workflows were edited: every content key
+    becomes its value's digest again, the events and pins that name a key are rewritten,
+    pins are re-sorted, then `reseal` — what anyone can do to a bundle by hand."""
+    session = doc["session"]
+    renamed: dict[str, str] = {}
+    for section in ("snapshots", "pinnedWorkflows"):
+        table: dict[str, Any] = {}
+        for key, value in session[section].items():
+            new_key = sha256_digest(canonical_bytes(value))
+            renamed[key] = new_key
+            table[new_key] = value
+        session[section] = table
+    for event in session["events"]:
+        data = event.get("data")
+        if isinstance(data, dict):
+            for field in ("snapshotRef", "workflowHash"):
+                if isinstance(data.get(field), str) and data[field] in renamed:
+                    data[field] = renamed[data[field]]
+    groups: list[list[dict[str, Any]]] = []
+    for record in session["manifest"]:
+        if record.get("kind") == "snapshot_pinned":
+            record["snapshotRef"] = renamed.get(record["snapshotRef"], record["snapshotRef"])
+            if groups:
+                groups[-1].append(record)
+        else:
+            groups.append([record])
+    manifest = []
+    for group in groups:
+        pins = sorted(
+            group[1:], key=lambda p: (p["snapshotRef"], p["eventIndex"], p["createdByEventId"])
+        )
+        manifest.extend([group[0], *pins])
+    for index, record in enumerate(manifest):
+        record["manifestIndex"] = index
+    session["manifest"] = manifest
+    return reseal(doc)

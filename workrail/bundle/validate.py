@@ -4,7 +4,8 @@ error out. Nothing here touches the file system, so a rejected bundle writes not
 Order (the spec's, extended): size → JSON → version → schema (including canonical form,
 session ids, snapshot schema) → integrity (complete coverage, content keys) → event order
 and contiguity → manifest order, segment chaining and pins → references → dedupe keys and
-DAG replay. The checks beyond the spec make "validates" mean "imports as exactly this
+DAG replay → meaning (workflows compile, snapshots fit them, tips can be continued: see
+contents.py). The checks beyond the spec make "validates" mean "imports as exactly this
 truth": whatever passes is written by the normal append protocol and reads back equal.
 """
 
@@ -18,6 +19,7 @@ from typing import Any, Final
 from pydantic import ValidationError
 from returns.result import Failure, Result, Success
 
+from workrail.bundle.contents import check_contents
 from workrail.bundle.errors import BundleError, pointer
 from workrail.bundle.integrity import references, verify
 from workrail.bundle.models import Bundle
@@ -161,7 +163,12 @@ def validate_document(doc: Any) -> Result[ValidatedBundle, BundleError]:
             f"Bundle schema validation failed: {issues}{more}. " + _REEXPORT,
             first,
         )
-    return _check_canonical(bundle, doc).bind(check_bundle)
+    return _check_canonical(bundle, doc).bind(check_bundle).bind(_check_meaning)
+
+
+def _check_meaning(validated: ValidatedBundle) -> Result[ValidatedBundle, BundleError]:
+    """Pinned workflows compile, snapshots fit them, tips can be continued (contents.py)."""
+    return check_contents(validated.bundle, validated.index).map(lambda _: validated)
 
 
 def _check_canonical(bundle: Bundle, doc: dict[str, Any]) -> Result[Bundle, BundleError]:

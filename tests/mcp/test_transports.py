@@ -104,3 +104,18 @@ def test_demo_runs_end_to_end(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert '"ok": true' in done.stdout
+
+
+async def test_http_takes_import_session_requests_up_to_the_documented_4_mib(
+    data_dir: Path,
+) -> None:
+    """docs/mcp.md: over Streamable HTTP a request is at most 4 MiB, bundle included."""
+    from mcp.shared.exceptions import MCPError
+
+    with http_subprocess(data_dir, "mcp", "--http") as base:
+        async with Client(base + "/mcp") as client:
+            under = await client.call_tool("import_session", {"bundle": "x" * 3_900_000})
+            assert under.structured_content is not None
+            assert under.structured_content["code"] == "BUNDLE_INVALID_FORMAT"  # it arrived
+            with pytest.raises(MCPError):
+                await client.call_tool("import_session", {"bundle": "x" * (4 * 1024 * 1024)})

@@ -13,7 +13,13 @@ from typing import Any
 from returns.result import Failure, Result, Success
 
 from workrail.core import dedupe
-from workrail.core.budgets import CONTEXT_MAX_BYTES, truncate_notes
+from workrail.core.budgets import (
+    CONTEXT_MAX_BYTES,
+    NOTES_MAX_BYTES,
+    TRUNCATION_MARKER,
+    truncate_notes,
+    utf8_len,
+)
 from workrail.core.canonical import CanonicalJsonError, canonical_bytes, canonical_digest
 from workrail.core.events import AdvanceRecorded
 from workrail.core.snapshot import BlockedState, ExecutionSnapshot, RetryableBlock
@@ -79,7 +85,9 @@ def advance(
         if recorded is None:
             return Success(None)
         return advance_response(deps, cache, log, recorded, style).map(
-            lambda response: _with_replay_warning(response, log, recorded, output)
+            lambda response: _with_truncation_warning(
+                _with_replay_warning(response, log, recorded, output), log, recorded, output
+            )
         )
 
     pre = deps.sessions.read(session_id, replay_or_none)
@@ -107,7 +115,9 @@ def advance(
         log = txn.log
         recorded = _recorded(log, key)
         assert recorded is not None
-        return advance_response(deps, cache, log, recorded, style)
+        return advance_response(deps, cache, log, recorded, style).map(
+            lambda response: _with_truncation_warning(response, log, recorded, output)
+        )
 
     written = deps.sessions.write(session_id, first_time)
     if isinstance(written, Failure):
@@ -399,6 +409,31 @@ def _with_replay_warning(
     if recorded_notes == sent_notes and recorded_artifacts == sent_artifacts:
         return response
     return _warn(response, _not_recorded_warning(blocked=False))
+
+
+def _with_truncation_warning(
+    response: dict[str, Any], log: SessionLog, recorded: AdvanceRecorded, output: AgentOutput
+) -> dict[str, Any]:
+    """Notes over the recap budget are stored cut to it: say so, with what was kept, rather
+    than let the agent believe its whole notes will come back in a rehydrate's recap."""
+    notes = output.notes_markdown
+    if notes is None or utf8_len(notes) <= NOTES_MAX_BYTES:
+        return response
+    recap = log.index.recap_of(recorded.node_id, recorded.data.attemptId)
+    if recap is None or recap != truncate_notes(notes):
+        return response  # nothing recorded (blocked), or other notes: OUTPUT_NOT_RECORDED
+    return _warn(
+        response,
+        {
+            "code": "NOTES_TRUNCATED",
+            "message": f"output.notesMarkdown was {utf8_len(notes)} bytes; the recap keeps "
+            f"the first {utf8_len(recap)} bytes (at most {NOTES_MAX_BYTES}, the cut marked "
+            f"with {TRUNCATION_MARKER!r}).",
+            "suggestion": "Keep notes to a summary under 4 KiB: the recap is what a "
+            "rehydrate shows after a context reset. Put long material in output.artifacts "
+            "or in files, and mention where it is.",
+        },
+    )
 
 
 def _warn(response: dict[str, Any], warning: dict[str, Any]) -> dict[str, Any]:

@@ -99,7 +99,8 @@ NEXT_CALL: dict[str, Any] = _nullable(
 WARNINGS: dict[str, Any] = {
     "type": "array",
     "description": "Things you should know although the call succeeded, e.g. "
-    "OUTPUT_NOT_RECORDED (a replay: your new output was not stored) or FORK_CREATED (this "
+    "OUTPUT_NOT_RECORDED (a replay: your new output was not stored), NOTES_TRUNCATED (your "
+    "notes were over 4 KiB and the recap keeps only their start) or FORK_CREATED (this "
     "advance started a second branch; otherBranch names the other branch's tip).",
     "items": _object(
         {

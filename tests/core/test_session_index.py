@@ -466,24 +466,3 @@ def test_best_tip_matches_the_per_tip_definition(moves: list[tuple[int, bool]]) 
     for name in names:
         below = index.descendant_tips(name)
         assert index.best_tip(below) == _naive_best_tip(index, below)
-
-
-@pytest.mark.parametrize("session_id", [S1, S2])
-def test_a_fork_grows_alone(session_id: str) -> None:
-    """A write extends a fork of the cached index; the original must not see it."""
-    events = _reference_events(session_id)
-    for cut in range(0, len(events), 5):
-        original = SessionIndex()
-        for event in events[:cut]:
-            original.apply(event)
-        before = SessionIndex()
-        for event in events[:cut]:
-            before.apply(event)
-        fork = original.fork()
-        for event in events[cut:]:
-            fork.apply(event)
-        assert original == before
-        whole = SessionIndex()
-        for event in events:
-            whole.apply(event)
-        assert fork == whole

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 from workrail.core.events import (
@@ -169,13 +169,6 @@ class SessionIndex:
         self.last_activity[data.fromNodeId] = activity
         self.last_activity[data.toNodeId] = activity
 
-    def fork(self) -> SessionIndex:
-        """An independent copy that `apply` can extend without changing this one: a write
-        that may still roll back extends a fork, so readers never see what it has not
-        committed. Containers are copied; the (immutable) events in them are shared."""
-        forked: SessionIndex = _fork(self)
-        return forked
-
     # --- queries -----------------------------------------------------------------------
 
     def tips(self, run_id: str) -> list[str]:
@@ -273,35 +266,6 @@ class SessionIndex:
         context = run.latest_context.data.context
         assert isinstance(context, dict)
         return context
-
-
-_CONTAINERS = (dict, list, set)
-
-
-def _fork(value: Any, depth: int = 0) -> Any:
-    """Copy the containers an index is made of (dicts, lists, sets, and the dataclasses
-    `RunInfo`/`SessionIndex`) a few levels deep; leaves (events, strings, ints, the context
-    dicts events carry) are shared, since `apply` never changes them in place."""
-    if isinstance(value, (SessionIndex, RunInfo)):
-        copied = {f.name: _fork(getattr(value, f.name), depth + 1) for f in fields(value)}
-        return type(value)(**copied)
-    if depth > 3:
-        return value
-    if isinstance(value, dict):
-        out = dict(value)
-        for k, v in value.items():
-            if isinstance(v, (*_CONTAINERS, RunInfo)):
-                out[k] = _fork(v, depth + 1)
-        return out
-    if isinstance(value, list):
-        items = list(value)
-        for i, v in enumerate(value):
-            if isinstance(v, (*_CONTAINERS, RunInfo)):
-                items[i] = _fork(v, depth + 1)
-        return items
-    if isinstance(value, set):
-        return set(value)
-    return value
 
 
 def _invert(text: str) -> tuple[int, ...]:

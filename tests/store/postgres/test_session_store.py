@@ -4,6 +4,7 @@ in-process cache following appends made by another replica."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -119,14 +120,23 @@ def test_a_failed_callback_rolls_back_every_append_of_the_write(
     chain = Chain()
     start, advance = chain.start(), chain.advance()
 
+    seen_by_another_thread: list[int] = []
+    reader = threading.Thread(
+        target=lambda: seen_by_another_thread.append(len(events_of(store, chain.sess)))
+    )
+
     def two_appends_then_fail(txn: Any) -> Any:
         assert isinstance(txn.append(start), Success)
         assert isinstance(txn.append(advance), Success)
         assert txn.log.count == 6  # the transaction reads its own appends
-        assert events_of(store, chain.sess) == []  # nobody else sees them before COMMIT
+        reader.start()  # another thread reads the session meanwhile
+        reader.join(timeout=0.2)
+        assert reader.is_alive()  # it waits for the outcome rather than see uncommitted rows
         return Failure("refused by the caller")
 
     assert store.write(chain.sess, two_appends_then_fail) == Failure("refused by the caller")
+    reader.join(timeout=30)
+    assert seen_by_another_thread == [0]
     assert events_of(store, chain.sess) == []
     assert store.exists(chain.sess).unwrap() is False
 

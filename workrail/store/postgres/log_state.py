@@ -42,16 +42,6 @@ class LogState:
     def view(self, session_id: str) -> SessionLog:
         return SessionLog(session_id, self.events, self.manifest, self.index)
 
-    def fork(self) -> LogState:
-        """A copy a write transaction extends; this state changes only once it commits."""
-        return LogState(
-            list(self.events),
-            list(self.manifest),
-            self.index.fork(),
-            set(self.pins),
-            self.last_segment,
-        )
-
     def add(self, events: Sequence[DomainEvent], records: Sequence[ManifestRecord]) -> None:
         """Fold an append this process validated itself (raises `ProjectionError`)."""
         for event in events:

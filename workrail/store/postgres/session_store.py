@@ -11,8 +11,12 @@ import) are all-or-nothing. Primary keys on (session, event index) and (session,
 index), a unique (session, dedupe key) and a compare-and-set on the session's counters are
 the last line of defence: a second writer that slipped past the lock fails, it never forks.
 
-The cache only ever holds committed state: a transaction extends a fork of it and
-publishes the fork once COMMIT succeeded.
+The cached state of a session is extended in place by its own write — copying it would
+make every append cost O(session) — so from its first append until COMMIT or ROLLBACK the
+writing thread holds the session's cache lock: other threads of this process read the
+session after the outcome is known, never an append that could still roll back (other
+processes read the database, which shows them only what committed). A rolled-back write
+drops the cached state; the next read rebuilds it.
 """
 
 from __future__ import annotations
@@ -164,14 +168,6 @@ class PostgresSessionStore:
             return exc.corruption
         slot.state = state
         return state
-
-    def _publish(self, session_id: str, state: LogState) -> None:
-        """A committed transaction's state becomes the cached one (unless a reader already
-        cached something newer)."""
-        slot = self._slot(session_id)
-        with slot.lock:
-            if slot.state is None or len(slot.state.manifest) <= len(state.manifest):
-                slot.state = state
 
     # --- reads -----------------------------------------------------------------------
 
@@ -362,7 +358,7 @@ class PostgresSessionStore:
         """BEGIN, the lock and the freshness check go out in one round trip (pipeline
         mode); so do each append's inserts; COMMIT is the last."""
         txn: _Txn | None = None
-        called = False
+        called = committed = False
         try:
             with conn.pipeline(), conn.transaction():
                 lock = conn.execute(
@@ -376,7 +372,7 @@ class PostgresSessionStore:
                     raise _Rollback(Failure(locked_elsewhere()))
                 if isinstance(base, Corruption):
                     raise _Rollback(Failure(not_healthy(base)))
-                txn = _Txn(self, conn, session_id, base)
+                txn = _Txn(self, conn, session_id, slot, base)
                 called = True
                 try:
                     result = fn(txn)
@@ -386,18 +382,20 @@ class PostgresSessionStore:
                     raise _Rollback(Failure(txn.broken))
                 if isinstance(result, Failure):
                     raise _Rollback(result)
+            committed = True
         except _Rollback as stop:
             return stop.result  # type: ignore[return-value]
         except psycopg.Error as exc:
             if not called and is_connection_lost(exc):
                 raise _StaleConnection(str(exc)) from exc
             raise
-        if txn.pending is not None:
-            self._publish(session_id, txn.pending)
+        finally:
+            if txn is not None:
+                txn.finish(committed)
         return result
 
     def _append(self, txn: _Txn, plan: AppendPlan) -> Result[AppendOutcome, StoreError]:
-        current = txn.current
+        current = txn.state
         try:
             existing = recorded_events(current.index.dedupe, current.events, plan)
         except PartialOverlap as exc:
@@ -414,7 +412,8 @@ class PostgresSessionStore:
         segment = b"".join(body + b"\n" for body in bodies)
         manifest_before = len(current.manifest)
         records = manifest_group(txn.session_id, manifest_before, plan, segment)
-        after = current.fork() if txn.pending is None else current
+        txn.take_cache()
+        after = current
         try:
             after.add(plan.events, records)
         except ProjectionError as exc:
@@ -434,7 +433,6 @@ class PostgresSessionStore:
         except psycopg.Error as exc:
             txn.broken = store_error(exc, self._db.url)
             return Failure(txn.broken)
-        txn.pending = after
         return Success(AppendOutcome(plan.events, deduplicated=False))
 
     def _insert(
@@ -487,24 +485,41 @@ class _Txn:
     """The write capability handed to a `write` callback; dead once the callback returns."""
 
     def __init__(
-        self, store: PostgresSessionStore, conn: Connection, session_id: str, base: LogState
+        self,
+        store: PostgresSessionStore,
+        conn: Connection,
+        session_id: str,
+        slot: _Slot,
+        state: LogState,
     ) -> None:
         self._store = store
         self.conn = conn
         self.session_id = session_id
-        self.base = base
-        self.pending: LogState | None = None  # the fork this transaction extended
+        self._slot = slot
+        self.state = state  # extended in place by each append, under the slot's lock
+        self._holding = False
         self.broken: StoreError | None = None  # a failed append: the transaction must roll back
         self.closed = False
 
-    @property
-    def current(self) -> LogState:
-        return self.pending if self.pending is not None else self.base
+    def take_cache(self) -> None:
+        """Before the first append: hold the session's cache lock until `finish`, so no
+        other thread of this process sees the state while it holds uncommitted appends."""
+        if not self._holding:
+            self._slot.lock.acquire()
+            self._holding = True
+            self._slot.state = self.state
+
+    def finish(self, committed: bool) -> None:
+        if self._holding:
+            if not committed and self._slot.state is self.state:
+                self._slot.state = None  # it holds what rolled back: rebuilt on the next read
+            self._holding = False
+            self._slot.lock.release()
 
     @property
     def log(self) -> SessionLog:
         """Includes what this transaction appended (read-your-writes)."""
-        return self.current.view(self.session_id)
+        return self.state.view(self.session_id)
 
     def append(self, plan: AppendPlan) -> Result[AppendOutcome, StoreError]:
         if self.closed:

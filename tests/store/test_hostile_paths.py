@@ -284,3 +284,17 @@ def test_workrail_sessions_lists_every_session_despite_fifos_and_directories(
         dir_chain.sess: "corrupt_tail",
         fine_chain.sess: "healthy",
     }
+
+
+def test_ensure_tree_checks_every_component_and_only_inside_its_root(tmp_path: Path) -> None:
+    from workrail.store.fsio import UnsafePath, ensure_tree
+
+    root = tmp_path / "root"
+    assert ensure_tree(root, root / "a" / "b") is True
+    assert (root / "a" / "b").is_dir()
+    assert ensure_tree(root, root / "c", create=False) is False
+    (root / "link").symlink_to(root / "a", target_is_directory=True)
+    with pytest.raises(UnsafePath):
+        ensure_tree(root, root / "link" / "b")
+    with pytest.raises(ValueError):
+        ensure_tree(root, tmp_path / "rootless")

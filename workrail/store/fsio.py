@@ -115,22 +115,27 @@ def ensure_tree(root: Path, path: Path, *, create: bool = True) -> bool:
 
     `root` may be a symlink and is created like `ensure_dir`; each component below it must
     be a real directory (checked with `lstat`), else `UnsafePath`. Returns whether `path`
-    exists afterwards (always True with `create`)."""
-    if create:
+    exists afterwards (always True with `create`). On the append path, so plain strings."""
+    top, below = os.fspath(root), os.fspath(path)
+    if below != top and not below.startswith(top.rstrip(os.sep) + os.sep):
+        raise ValueError(f"{below} is not inside {top}")
+    if create and not os.path.isdir(top):
         ensure_dir(root)
-    current = root
-    for part in path.relative_to(root).parts:
-        current = current / part
+    current = top.rstrip(os.sep)
+    for part in below[len(top) :].split(os.sep):
+        if not part:
+            continue
+        current = f"{current}{os.sep}{part}"
         try:
-            st = os.lstat(current)
+            mode = os.lstat(current).st_mode
         except FileNotFoundError:
             if not create:
                 return False
-            if _make_dir(current):
+            if _make_dir(Path(current)):
                 continue
-            st = os.lstat(current)
-        if not stat.S_ISDIR(st.st_mode):
-            raise UnsafePath(current, kind_of(st.st_mode))
+            mode = os.lstat(current).st_mode
+        if not stat.S_ISDIR(mode):
+            raise UnsafePath(current, kind_of(mode))
     return True
 
 

@@ -14,9 +14,10 @@ from tests.fence.conftest import KEY, ManualClock
 from tests.fence.helpers import claim, status, transition
 from workrail.fence.backend import FenceBackend
 from workrail.fence.contract import INPUT_MODELS, CheckpointOutput, EvidenceType
+from workrail.fence.describe import output_schema as describe_output
 from workrail.fence.ratelimit import RateLimits
 from workrail.fence.service import FenceService
-from workrail.mcp.fence_tool import TOOL_NAME, effect_checkpoint_tool
+from workrail.mcp.fence_tool import DESCRIPTION, TOOL_NAME, effect_checkpoint_tool
 
 
 def call_all(service: FenceService, calls: list[dict[str, Any]]) -> list[Any]:
@@ -112,3 +113,53 @@ def test_one_mcp_client_shares_one_rate_budget(backend: FenceBackend, clock: Man
     codes = [json.loads(r.content[0].text).get("error", {}).get("code") for r in replies]
     assert codes[:2] != ["RATE_LIMITED"] * 2
     assert codes[2] == "RATE_LIMITED"
+
+
+def test_output_schema_is_the_contract_with_every_field_described(service: FenceService) -> None:
+    server = MCPServer("fence-test", tools=[effect_checkpoint_tool(service)])
+
+    async def go() -> Any:
+        async with Client(server) as client:
+            tools = (await client.list_tools()).tools
+            # The SDK client checks structured results against the advertised schema.
+            answered = await client.call_tool(TOOL_NAME, claim())
+            return tools, answered
+
+    (tool,), answered = asyncio.run(go())
+    schema = tool.output_schema
+    assert schema is not None and schema["additionalProperties"] is False
+    assert list(schema["properties"]) == list(CheckpointOutput.model_fields)
+    assert schema["required"] == sorted(schema["required"], key=list(schema["properties"]).index)
+    assert all(prop.get("description") for prop in schema["properties"].values())
+    assert schema["properties"]["stage"]["enum"] == list(
+        describe_output()["properties"]["stage"]["enum"]
+    )
+    # Date-times keep their format, without the regex that spells it out.
+    assert schema["properties"]["observed_at"] == {
+        "type": "string",
+        "format": "date-time",
+        "description": schema["properties"]["observed_at"]["description"],
+    }
+    assert answered.is_error is False
+    CheckpointOutput.model_validate(answered.structured_content)
+
+
+def test_description_spells_out_the_error_envelope_as_sent(service: FenceService) -> None:
+    (refused,) = call_all(service, [transition("claimed", "failed")])
+    error = refused.structured_content["error"]
+    assert set(error) == {
+        "code",
+        "message",
+        "retry",
+        "details",
+        "retryable",
+        "retry_after_seconds",
+        "recovery",
+        "charged",
+    }
+    text = " ".join(DESCRIPTION.split())
+    for field in error:
+        assert field in text, field
+    assert "retry: {kind, afterMs?}" in text
+    for kind in ("not_retryable", "retryable_immediate", "retryable_after_ms"):
+        assert kind in text

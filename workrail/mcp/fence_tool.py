@@ -19,7 +19,7 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 
-from workrail.fence.contract import ACTIONS, INPUT_MODELS
+from workrail.fence.contract import ACTIONS, INPUT_MODELS, CheckpointOutput
 from workrail.fence.describe import model_schema
 from workrail.fence.service import FenceService, Reply
 from workrail.mcp.raw_arguments import RawArguments
@@ -44,8 +44,12 @@ evidence_fingerprint required). Use a fresh observation_key per transition and r
 only to retry that same transition.
 4. `abandon` releases a claim you no longer need, before acting. `status` reads.
 The tool never contacts the external service: external_proof is always false. Identifiers \
-are stored only as keyed digests and expire after state_ttl_seconds. Errors come back as \
-{"ok": false, "error": {code, message, retryable, retry_after_seconds, recovery}}."""
+are stored only as keyed digests and expire after state_ttl_seconds. A failure comes back \
+flagged as an error with {"ok": false, "error": {code, message, retry: {kind, afterMs?}, \
+details: {suggestion}, retryable, retry_after_seconds, recovery, charged: false}}: retry is \
+the product's guidance (kind not_retryable, retryable_immediate or retryable_after_ms with \
+afterMs to wait), retryable and retry_after_seconds the contract's spelling of the same \
+advice. Retry a retryable failure with the same arguments."""
 
 
 # What each flat argument means to an agent; bounds, patterns and enums come from the models.
@@ -83,6 +87,87 @@ _DESCRIPTIONS: Final[dict[str, str]] = {
         " evidence itself."
     ),
 }
+
+
+# What each field of a successful answer means; types and bounds come from CheckpointOutput.
+_OUTPUT_DESCRIPTIONS: Final[dict[str, str]] = {
+    "action": "The action this answers.",
+    "workflow_hash": (
+        "hmac-sha256 digest of namespace + workflow_key: names the checkpoint without"
+        " revealing them."
+    ),
+    "observed_at": "When the service read the checkpoint for this answer (UTC).",
+    "stage": (
+        "The current stage: claimed, external_result_uncertain, or a final caller_verified,"
+        " failed or compensated."
+    ),
+    "generation": "The current generation (1-16); send it as expected_generation.",
+    "acquired": (
+        "claim: true when you hold the claim now (act only if held_by_caller is true too);"
+        " false means another holder is working: stand down."
+    ),
+    "recovered": "claim: true when this claim started a new generation after a lapsed one.",
+    "reused": "claim: true when you already held this claim (its expiry is not extended).",
+    "recovery_required": (
+        "A previous holder may have acted: check the external system before acting, and send"
+        " evidence with every transition of this generation."
+    ),
+    "transitioned": "transition: true when this call recorded the transition.",
+    "observation_replayed": (
+        "transition: true when this observation_key was already recorded (a retry); nothing"
+        " new was recorded."
+    ),
+    "abandoned": "abandon: true when the claim is released (also on a repeated abandon).",
+    "claim_active": "Whether a claim is currently live on the checkpoint.",
+    "held_by_caller": (
+        "Whether you (holder) hold the live claim; null for status, which names no holder."
+    ),
+    "claim_expires_at": "When the current claim lapses (UTC); null when there is none.",
+    "state_expires_at": (
+        "When the whole checkpoint is forgotten (UTC); fixed at creation, never extended."
+    ),
+    "claim_ttl_seconds_remaining": "Whole seconds of claim left; null when there is none.",
+    "state_ttl_seconds_remaining": "Whole seconds until the checkpoint is forgotten.",
+    "evidence_type": (
+        "The evidence type of the transition that entered the current stage; null if none."
+    ),
+    "evidence_fingerprint_present": (
+        "Whether that transition carried an evidence fingerprint (never stored itself)."
+    ),
+    "retry_failed_allowed": "Whether a failed checkpoint may be claimed again (fixed).",
+    "allowed_next_actions": (
+        "The actions you may send next (for status: what the current holder could do)."
+    ),
+    "minimum_action_safety_margin_seconds": (
+        "Seconds of claim that must be left to enter external_result_uncertain (15)."
+    ),
+    "external_proof": "Always false: the tool records what callers assert, never proof.",
+}
+
+
+def output_schema() -> dict[str, Any]:
+    """The contract's output (the describe document's), a description on every field. The
+    date-time fields keep `format` and drop the long regex that spells it out: the answer
+    is the server's to produce, and tools/list is read into every agent's context."""
+    schema = model_schema(CheckpointOutput)
+
+    def lean(prop: dict[str, Any]) -> dict[str, Any]:
+        if prop.get("format") == "date-time":
+            prop = {k: v for k, v in prop.items() if k != "pattern"}
+        if "anyOf" in prop:
+            prop = {**prop, "anyOf": [lean(option) for option in prop["anyOf"]]}
+        return prop
+
+    properties = schema["properties"]
+    return {
+        **schema,
+        "description": "What every successful action returns: the checkpoint as seen by "
+        "you, now.",
+        "properties": {
+            name: {**lean(prop), "description": _OUTPUT_DESCRIPTIONS[name]}
+            for name, prop in properties.items()
+        },
+    }
 
 
 def input_schema() -> dict[str, Any]:
@@ -144,7 +229,7 @@ def effect_checkpoint_tool(service: FenceService) -> Tool:
         title="Effect checkpoint (fence an external side effect)",
         description=DESCRIPTION,
         parameters=input_schema(),
-        fn_metadata=RawArguments(arg_model=ArgModelBase),
+        fn_metadata=RawArguments(arg_model=ArgModelBase, output_schema=output_schema()),
         is_async=True,
         context_kwarg="ctx",
         annotations=ToolAnnotations(

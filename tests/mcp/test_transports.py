@@ -3,6 +3,7 @@ HTTP on a loopback port, each driven by the SDK's own client."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -40,6 +41,23 @@ async def _drive(client: Client) -> None:
     with pytest.raises(MCPError) as unknown:
         await client.get_prompt("nope")
     assert unknown.value.error.code == -32602
+    # Earlier work: the resume prompt, and the session as a resource whose call continues.
+    resume = await client.get_prompt("resume", {"query": "probe"})
+    assert "resume_session" in resume.messages[0].content.text  # type: ignore[union-attr]
+    found = await ok(client, "resume_session", {"query": "probe"})
+    assert found["candidates"][0]["sessionId"] == start["sessionId"]
+    uri = f"workrail://sessions/{start['sessionId']}"
+    assert uri in [str(r.uri) for r in (await client.list_resources()).resources]
+    session = json.loads((await client.read_resource(uri)).contents[0].text)  # type: ignore[union-attr]
+    assert session["runs"][0]["recap"] == ["planned", "built"]
+    recovered = await ok(client, session["nextCall"]["tool"], session["nextCall"]["params"])
+    assert recovered["pending"]["stepId"] == "verify"
+    with pytest.raises(MCPError) as missing:
+        await client.read_resource("workrail://sessions/sess_" + "a" * 26)
+    assert missing.value.error.code == -32602
+    caps = client.server_capabilities
+    assert caps.prompts is not None and not caps.prompts.list_changed
+    assert caps.resources is not None and not caps.resources.subscribe
 
 
 STDIO = ["workrail", "sdk"]  # our transport, and the SDK's own (the reference)
@@ -86,8 +104,10 @@ def http_server(data_dir: Path) -> Iterator[str]:
         yield f"{base}/mcp"
 
 
-async def test_streamable_http_on_loopback(http_server: str) -> None:
-    async with Client(http_server) as client:
+@pytest.mark.parametrize("mode", ["auto", "legacy"], ids=["2026-07-28", "handshake"])
+async def test_streamable_http_on_loopback(http_server: str, mode: str) -> None:
+    async with Client(http_server, mode=mode) as client:
+        assert (client.protocol_version == "2026-07-28") is (mode == "auto")
         tools = await client.list_tools()
         assert len(tools.tools) == 9 and tools.tools[-1].name == "effect_checkpoint"
         await _drive(client)

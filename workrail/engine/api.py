@@ -19,6 +19,7 @@ from workrail.engine import lifecycle as lifecycle_uc
 from workrail.engine import portable
 from workrail.engine import rehydrate as rehydrate_uc
 from workrail.engine import resume as resume_uc
+from workrail.engine import session_recap as recap_uc
 from workrail.engine import sessions as sessions_uc
 from workrail.engine import start as start_uc
 from workrail.engine import workflows as workflows_uc
@@ -217,6 +218,17 @@ class Engine:
     ) -> Result[resume_uc.ResumeResult, EngineError]:
         """Up to five runs the user may mean, best first, each with a fresh stateToken."""
         return resume_uc.resume(self.deps, request)
+
+    def session_recap(self, session_ref: str) -> Result[recap_uc.SessionRecap, EngineError]:
+        """One session's summary, each run's recap and a rehydrate call; never writes."""
+        return recap_uc.session_recap(self.deps, session_ref)
+
+    def recent_sessions(self, limit: int = 20) -> Result[list[SessionSummary], EngineError]:
+        """The most recently active unarchived sessions, newest first; never writes."""
+        return recap_uc.recent_sessions(self.deps, limit)
+
+    def any_session(self) -> Result[bool, EngineError]:
+        return recap_uc.any_session(self.deps)
 
     def export_session(
         self, session_ref: str, *, app_version: str

@@ -133,7 +133,7 @@ def recovery_context(index: SessionIndex, node_id: str, budget: int) -> Recovery
                 path.append(current)
             path.reverse()
             downstream = _take(_recaps_down(index, path), budget // 2)
-        ancestry = _take(_recaps_up(index, node_id), budget - _size(downstream))
+        ancestry = _take(recaps_up(index, node_id), budget - _size(downstream))
         ancestry.reverse()  # oldest first, as the prompt reads
     except ProjectionError as exc:
         return RecoveryContext(unavailable_reason=f"projection failure: {exc}")
@@ -160,7 +160,7 @@ def _recaps_down(index: SessionIndex, path: list[str]) -> Iterator[str]:
             yield recap
 
 
-def _recaps_up(index: SessionIndex, node_id: str) -> Iterator[str]:
+def recaps_up(index: SessionIndex, node_id: str) -> Iterator[str]:
     """Recaps on the way from `node_id` up to the root, newest first, lazily."""
     child: str | None = None
     for current in index.walk_up(node_id):

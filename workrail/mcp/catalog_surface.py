@@ -1,6 +1,7 @@
 """MCP prompts and resources built from the workflow catalog: one prompt per workflow that
 can be started (Claude Code offers them as `/workrail:<id>`) and one resource per workflow
-definition (`workrail://workflows/{id}`, for @-mentions).
+definition (`workrail://workflows/{id}`, for @-mentions). The `resume` prompt and the
+session resources live beside it (resume_prompt.py, session_resources.py).
 
 Both are read from the catalog on every request, so they follow the workflow files as the
 tools do. Unknown names answer JSON-RPC -32602 (invalid params) with a message that says
@@ -42,7 +43,8 @@ def has_workflows(engine: Engine) -> bool:
     return bool(_runnable(engine))
 
 
-def list_prompts(engine: Engine) -> list[Prompt]:
+def list_prompts(engine: Engine, reserved: frozenset[str] = frozenset()) -> list[Prompt]:
+    """One prompt per runnable workflow, except those named like a `reserved` prompt."""
     return [
         Prompt(
             name=w["workflowId"],
@@ -57,6 +59,7 @@ def list_prompts(engine: Engine) -> list[Prompt]:
             ],
         )
         for w in _runnable(engine)
+        if w["workflowId"] not in reserved
     ]
 
 
@@ -66,7 +69,7 @@ def get_prompt(engine: Engine, name: str, arguments: dict[str, Any] | None) -> G
         raise MCPError(
             code=INVALID_PARAMS,
             message=f"Unknown prompt: {clip(name)}. prompts/list names one prompt per workflow "
-            "that can be started.",
+            "that can be started, and resume.",
         )
     goal = (arguments or {}).get("goal")
     if goal is not None and not isinstance(goal, str):
@@ -122,7 +125,8 @@ def read_resource(engine: Engine, uri: str) -> str:
         raise MCPError(
             code=INVALID_PARAMS,
             message=f"Unknown resource: {clip(uri)}. resources/list names the workflow "
-            f"definitions ({WORKFLOW_URI_TEMPLATE}).",
+            f"definitions ({WORKFLOW_URI_TEMPLATE}) and recent sessions "
+            "(workrail://sessions/{sessionId}).",
             data={"uri": clip(uri)},
         )
     return json.dumps(definition, indent=2, ensure_ascii=False)

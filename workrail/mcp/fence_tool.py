@@ -161,8 +161,7 @@ def output_schema() -> dict[str, Any]:
     properties = schema["properties"]
     return {
         **schema,
-        "description": "What every successful action returns: the checkpoint as seen by "
-        "you, now.",
+        "description": "What every successful action returns: the checkpoint as seen by you, now.",
         "properties": {
             name: {**lean(prop), "description": _OUTPUT_DESCRIPTIONS[name]}
             for name, prop in properties.items()

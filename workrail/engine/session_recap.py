@@ -135,15 +135,17 @@ def session_recap(deps: EngineDeps, session_ref: str) -> Result[SessionRecap, En
     def recap(log: SessionLog) -> tuple[RunRecap, ...]:
         out: list[RunRecap] = []
         for run in summary.runs:
-            tip = run.preferred_tip
-            if tip is None or tip not in log.index.nodes:
+            # The tip as the log has it now: a token for a tip the summary has not caught
+            # up with would lead the agent onto an old branch.
+            try:
+                tip = log.index.preferred_tip(run.run_id)
+                notes, omitted = _notes(log.index, tip, budget) if tip else ((), False)
+            except ProjectionError:
+                tip, notes, omitted = None, (), False
+            if tip is None:
                 out.append(RunRecap(run, (), False, None))
                 continue
-            try:
-                notes, omitted = _notes(log.index, tip, budget)
-            except ProjectionError:
-                notes, omitted = (), False
-            finished = run.status in ("complete", "complete_with_gaps")
+            finished = tip == run.preferred_tip and run.status in ("complete", "complete_with_gaps")
             token = None
             if not finished:
                 token = deps.codec.mint_state(

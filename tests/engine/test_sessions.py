@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import REFERENCE
 from tests.engine.conftest import engine_over
 from tests.engine.helpers import err, tree_digest
 from tests.services import require_binary
@@ -110,6 +111,7 @@ def _git_repo(path: Path) -> str:
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(["git", *args], cwd=path, check=True, capture_output=True, text=True)
+
     run("init", "-q", "-b", "feature/resume")
     (path / "f.txt").write_text("x")
     run("add", "f.txt")
@@ -278,3 +280,69 @@ def test_recently_stored_content_is_spared(engine: Engine) -> None:
     )
     assert fresh not in report.collected.snapshots
     assert engine.deps.snapshots.get(fresh).unwrap() is not None
+
+
+LONG_FLOW = {
+    "id": "long-flow",
+    "name": "Long flow",
+    "version": "1.0.0",
+    "description": "Many steps, for a writer that keeps writing.",
+    "steps": [{"id": f"step-{n}", "title": f"Step {n}", "prompt": "Do it."} for n in range(80)],
+}
+
+
+def test_prune_never_collects_from_under_a_concurrent_writer(tmp_path: Path) -> None:
+    """A writer in another process keeps advancing (each advance stores a snapshot, then
+    pins it) while prune deletes old sessions and collects, again and again."""
+    import json
+    import os
+    import sys
+    import time
+
+    data_dir, workflows = tmp_path / "data", tmp_path / "workflows"
+    workflows.mkdir()
+    (workflows / "long-flow.json").write_text(json.dumps(LONG_FLOW))
+    shutil.copy(REFERENCE / "workflows" / "probe-flow.json", workflows)
+    engine = engine_over(LocalBackend.open(data_dir), workflows)
+    doomed = [_start(engine, f"old {n}") for n in range(3)]
+    garbage = engine.deps.snapshots.put({"unreferenced": True}).unwrap()
+    old = time.time() - 3 * 3600
+    for sid in doomed:
+        _age(data_dir, sid, 40)
+    snapshot_dir = data_dir / "snapshots"
+    for path in snapshot_dir.iterdir():
+        os.utime(path, (old, old))
+    root = Path(__file__).resolve().parents[2]
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tests.engine.advance_child", str(data_dir), str(workflows), "60"],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        started = child.stdout.readline().split()
+        assert started[0] == "STARTED"
+        writer = started[1]
+        collected: set[str] = set()
+        deleted: set[str] = set()
+        while child.poll() is None:
+            report = engine.prune(PruneRequest(older_than=timedelta(days=30))).unwrap()
+            assert report.collected.skipped_reason is None
+            collected |= set(report.collected.snapshots)
+            deleted |= set(report.deleted)
+        assert child.stdout.readline().split() == ["DONE", writer]
+    finally:
+        child.wait(timeout=120)
+        if child.stdout is not None:
+            child.stdout.close()
+    assert child.returncode == 0
+    assert deleted == set(doomed) and garbage in collected
+    fresh = engine_over(LocalBackend.open(data_dir), workflows)
+    summary = fresh.session_summary(writer).unwrap()
+    assert summary.is_healthy and summary.primary is not None
+    assert summary.primary.steps_done == 60
+    refs = fresh.deps.sessions.read(
+        writer, lambda log: {n.data.snapshotRef for n in log.index.nodes.values()}
+    ).unwrap()
+    assert all(fresh.deps.snapshots.get(ref).unwrap() is not None for ref in refs)

@@ -56,7 +56,7 @@ log = logging.getLogger("workrail.store.index")
 
 EAGER_PROJECTION_EVENTS: Final = 256
 """Sessions up to this many events are re-projected at each append of this process."""
-INDEX_SCHEMA: Final = 2
+INDEX_SCHEMA: Final = 3
 INDEX_RELPATH: Final = Path("index") / "sessions.sqlite3"
 BOOT_ID: Final = Path("/proc/sys/kernel/random/boot_id")
 
@@ -139,52 +139,102 @@ class LocalSessionQuery:
         self._sessions_dir = str(layout.sessions_dir)
         self._mutex = threading.RLock()
         self._conn: sqlite3.Connection | None = None
+        self._known: dict[str, str] | None = None
+        self._known_version = -1
+
+    def _identities(self, conn: sqlite3.Connection) -> dict[str, str]:
+        """Every row's identity, read again only when another connection committed
+        (`PRAGMA data_version`); this connection's own writes keep the copy current."""
+        if conn is not self._conn:
+            return _rows(conn)
+        (version,) = conn.execute("PRAGMA data_version").fetchone()
+        if self._known is None or version != self._known_version:
+            self._known = _rows(conn)
+            self._known_version = version
+        return self._known
+
+    def _put(self, conn: sqlite3.Connection, summary: SessionSummary, ident: Identity) -> None:
+        _upsert(conn, summary, ident)
+        if conn is self._conn and self._known is not None:
+            self._known[summary.session_id] = ident
+
+    def _drop(self, conn: sqlite3.Connection, session_id: str) -> None:
+        _delete_row(conn, session_id)
+        if conn is self._conn and self._known is not None:
+            self._known.pop(session_id, None)
 
     def close(self) -> None:
         with self._mutex:
+            self._known = None
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
 
     # --- identities ------------------------------------------------------------------
 
-    def identity(self, session_id: str, segment: str | None) -> Identity | None:
-        """What the row of a session was projected from: the identities of its manifest,
-        its lifecycle record, its events directory and its newest segment (so damage to the latest append is
-        noticed too); None when the session has no manifest (absent, or being created)."""
-        # Plain string joins: this runs for every session on every query, and pathlib's
-        # joins cost more than the stats themselves.
-        session_dir = f"{self._sessions_dir}{os.sep}{session_id}{os.sep}"
-        manifest = _stat_identity(session_dir + "manifest.jsonl")
-        if manifest is None:
+    def light_identity(self, session_id: str) -> str | None:
+        """One stat: the manifest, which every append grows (ours, another process's, or
+        the reference's). None when the session has no manifest. Lifecycle records are
+        written only by WorkRail processes, which update the index themselves; they and
+        the newest segment are checked where rows are shown (`identity`)."""
+        try:
+            m = os.lstat(f"{self._sessions_dir}/{session_id}/manifest.jsonl")
+        except (FileNotFoundError, NotADirectoryError):
             return None
-        lifecycle = _stat_identity(session_dir + LIFECYCLE_FILE) or "-"
+        return f"{m.st_ino}:{m.st_size}:{m.st_mtime_ns}"
+
+    def identity(self, session_id: str, segment: str | None) -> Identity | None:
+        """What a row was projected from: the light identity plus the lifecycle record,
+        the events directory and the newest segment, checked where rows are shown."""
+        light = self.light_identity(session_id)
+        if light is None:
+            return None
+        # Plain string joins: pathlib's cost more than the stats themselves.
+        session_dir = f"{self._sessions_dir}{os.sep}{session_id}{os.sep}"
+        life = _stat_identity(session_dir + LIFECYCLE_FILE) or "-"
         # events/ changes whenever a segment is replaced by anything (a FIFO, a directory,
         # a link), so such damage to any segment, not only the newest, is noticed.
         events = _stat_identity(session_dir + "events") or "-"
-        head = f"{manifest}/{lifecycle}/{events}"
         if segment is None or not _SEGMENT_RE.match(segment):
-            return f"{head}/-"
-        return f"{head}/{segment}@{_stat_identity(session_dir + segment) or '-'}"
+            return f"{light}|{life}|{events}|-"
+        seg = _stat_identity(session_dir + segment) or "-"
+        return f"{light}|{life}|{events}|{segment}@{seg}"
 
     def fresh_identity(self, session_id: str) -> Identity | None:
         return self.identity(session_id, _newest_segment(self._layout.sessions_dir / session_id))
 
-    def _scan(self, known: dict[str, str]) -> _Disk:
-        """The identity of every session now, each taken the way its row was (`known`)."""
+    def _scan(self) -> _Disk:
+        """The light identity of every session now: one listing and one stat each."""
         try:
-            names = os.listdir(self._layout.sessions_dir)
+            names = os.listdir(self._sessions_dir)
         except FileNotFoundError:
             return _Disk({})
         except OSError as exc:
             raise IndexUnavailable(f"cannot list sessions: {exc}") from exc
         found: dict[str, Identity] = {}
+        light = self.light_identity
         for name in names:
-            if is_session_id(name):
-                ident = self.identity(name, _segment_in(known.get(name)))
+            if len(name) == 31 and name.startswith("sess_") and is_session_id(name):
+                ident = light(name)
                 if ident is not None:
                     found[name] = ident
         return _Disk(found)
+
+    def _verified(self, conn: sqlite3.Connection, session_ids: list[str]) -> bool:
+        """Bring the rows about to be shown up to date with their newest segment too (the
+        scan checks only manifests); True when one changed."""
+        touched = False
+        for sid in session_ids:
+            row = conn.execute(
+                "SELECT identity FROM summaries WHERE session_id = ?", (sid,)
+            ).fetchone()
+            stored = None if row is None else str(row[0])
+            if stored is not None and self.identity(sid, _segment_in(stored)) != stored:
+                self._refresh(conn, sid)
+                touched = True
+        if touched:
+            conn.commit()
+        return touched
 
     # --- connections -----------------------------------------------------------------
 
@@ -250,6 +300,7 @@ class LocalSessionQuery:
                 pass
 
     def _reset(self) -> None:
+        self._known = None
         if self._conn is not None:
             try:
                 self._conn.close()
@@ -278,19 +329,21 @@ class LocalSessionQuery:
     def _reader(self) -> sqlite3.Connection:
         """A connection that reflects the disk now without writing anything: the index
         itself when it is current, else an in-memory copy brought up to date."""
-        source = self._open_readonly()
+        own = self._conn is not None
+        source = self._conn if self._conn is not None else self._open_readonly()
         if source is None:
             memory = _empty_memory()
         else:
             try:
-                rows = _rows(source)
-                stale: bool | None = rows != self._scan(rows).identities
+                rows = self._identities(source)
+                stale: bool | None = _lights(rows) != self._scan().identities
             except sqlite3.DatabaseError:
                 stale = None
             if stale is False:
                 return source
             memory = _empty_memory() if stale is None else _copy(source)
-            source.close()
+            if not own:
+                source.close()
         self._sync(memory)
         return memory
 
@@ -315,12 +368,12 @@ class LocalSessionQuery:
     # --- keeping rows current ----------------------------------------------------------
 
     def _sync(self, conn: sqlite3.Connection) -> None:
-        rows = _rows(conn)
-        disk = self._scan(rows)
+        rows = _lights(self._identities(conn))
+        disk = self._scan()
         changed = [sid for sid, ident in disk.identities.items() if rows.get(sid) != ident]
         gone = [sid for sid in rows if sid not in disk.identities]
         for sid in gone:
-            _delete_row(conn, sid)
+            self._drop(conn, sid)
         for sid in sorted(changed):
             self._refresh(conn, sid)
         if changed or gone:
@@ -331,16 +384,16 @@ class LocalSessionQuery:
         that lands meanwhile makes the row look stale next time, never current."""
         ident = self.fresh_identity(session_id)
         if ident is None:
-            _delete_row(conn, session_id)
+            self._drop(conn, session_id)
             return
         loaded = self._projector.load(self._sessions, self._lifecycles, session_id)
         if isinstance(loaded, Failure):
             raise IndexUnavailable(loaded.failure().message)
         summary = loaded.unwrap()
         if summary is None:
-            _delete_row(conn, session_id)
+            self._drop(conn, session_id)
         else:
-            _upsert(conn, summary, ident)
+            self._put(conn, summary, ident)
 
     def committed(self, session_log: SessionLog, last_activity: datetime) -> None:
         """An append of this process (the writer is held): project it now, when the
@@ -362,7 +415,7 @@ class LocalSessionQuery:
                 summary = self._projector.of_log(
                     session_log, last_activity=last_activity, lifecycle=lifecycle
                 )
-                _upsert(conn, summary, ident)
+                self._put(conn, summary, ident)
                 conn.commit()
         except Exception:  # the append is durable already; the next query re-syncs
             log.warning("session index not updated after an append", exc_info=True)
@@ -387,7 +440,7 @@ class LocalSessionQuery:
                     workspace_path=lifecycle.workspace_path,
                     corpus=_corpus_of(conn, session_id),
                 )
-                _upsert(conn, summary, ident)
+                self._put(conn, summary, ident)
                 conn.commit()
         except Exception:
             log.warning("session index not updated after a lifecycle change", exc_info=True)
@@ -397,15 +450,19 @@ class LocalSessionQuery:
         try:
             with self._mutex:
                 conn = self._open()
-                _delete_row(conn, session_id)
+                self._drop(conn, session_id)
                 conn.commit()
         except Exception:
             log.warning("session index not updated after a deletion", exc_info=True)
 
     def _forget_row(self, session_id: str) -> None:
+        """After a failed update: drop what it half wrote and mark the row stale, so the
+        next query projects the session again."""
+        self._known = None
         try:
             with self._mutex:
                 if self._conn is not None:
+                    self._conn.rollback()
                     self._conn.execute(
                         "UPDATE summaries SET identity = '' WHERE session_id = ?", (session_id,)
                     )
@@ -425,11 +482,13 @@ class LocalSessionQuery:
                 if cursor is not None:
                     sql += " AND (activity_us < ? OR (activity_us = ? AND session_id > ?))"
                     args += [cursor.activity_us, cursor.activity_us, cursor.session_id]
-                rows = conn.execute(
+                query = (
                     f"SELECT record, activity_us, session_id FROM summaries WHERE {sql} "
-                    "ORDER BY activity_us DESC, session_id ASC LIMIT ?",
-                    [*args, limit + 1],
-                ).fetchall()
+                    "ORDER BY activity_us DESC, session_id ASC LIMIT ?"
+                )
+                rows = conn.execute(query, [*args, limit + 1]).fetchall()
+                if conn is self._conn and self._verified(conn, [str(r[2]) for r in rows]):
+                    rows = conn.execute(query, [*args, limit + 1]).fetchall()
         except (IndexUnavailable, sqlite3.Error) as exc:
             return Failure(StoreError("SESSION_STORE_IO_ERROR", f"session index: {exc}"))
         summaries = tuple(_parse(r[0]) for r in rows[:limit])
@@ -472,12 +531,33 @@ class LocalSessionQuery:
             with self._mutex:
                 conn = self._reader()
                 try:
-                    return Success(_candidates(conn, query))
+                    return Success(self._current(conn, _candidates(conn, query)))
                 finally:
                     if conn is not self._conn:
                         conn.close()
         except (IndexUnavailable, sqlite3.Error) as exc:
             return Failure(StoreError("SESSION_STORE_IO_ERROR", f"session index: {exc}"))
+
+    def _current(
+        self, conn: sqlite3.Connection, found: list[SessionSummary]
+    ) -> list[SessionSummary]:
+        """`found`, each re-projected in memory when its newest segment changed since its
+        row was written (nothing is written here)."""
+        out: list[SessionSummary] = []
+        for summary in found:
+            sid = summary.session_id
+            row = conn.execute(
+                "SELECT identity FROM summaries WHERE session_id = ?", (sid,)
+            ).fetchone()
+            stored = None if row is None else str(row[0])
+            if stored is not None and self.identity(sid, _segment_in(stored)) == stored:
+                out.append(summary)
+                continue
+            loaded = self._projector.load(self._sessions, self._lifecycles, sid)
+            fresh = loaded.value_or(None)
+            if fresh is not None:
+                out.append(fresh)
+        return out
 
     def rebuild(self) -> Result[int, StoreError]:
         try:
@@ -499,7 +579,8 @@ class LocalSessionQuery:
                 conn = self._synced()
             except (OSError, sqlite3.OperationalError) as exc:
                 log.info("session index not writable (%s); answering read-only", exc)
-                conn, owned = self._reader(), True
+                conn = self._reader()
+                owned = conn is not self._conn
             try:
                 yield conn
             finally:
@@ -524,7 +605,7 @@ class LocalSessionQuery:
                 stored = rows[sid][0] if rows[sid] is not None else None
                 ident = self.identity(sid, _segment_in(stored))
                 if ident is None and stored is not None:
-                    _delete_row(conn, sid)
+                    self._drop(conn, sid)
                     touched = True
                 elif ident is not None and ident != stored:
                     self._refresh(conn, sid)
@@ -570,12 +651,14 @@ def _rows(conn: sqlite3.Connection) -> dict[str, str]:
 _SEGMENT_RE: Final = re.compile(r"^events/\d{8,}-\d{8,}\.jsonl$")
 
 
+def _lights(rows: dict[str, str]) -> dict[str, str]:
+    return {sid: ident.split("|", 1)[0] for sid, ident in rows.items()}
+
+
 def _segment_in(identity: str | None) -> str | None:
-    """The segment an identity was taken with (the fourth part, before its '@')."""
-    if not identity:
-        return None
-    parts = identity.split("/", 3)
-    if len(parts) < 4 or parts[3] == "-":
+    """The segment an identity was taken with (its fourth part, before the '@')."""
+    parts = (identity or "").split("|")
+    if len(parts) != 4 or parts[3] == "-":
         return None
     return parts[3].rsplit("@", 1)[0]
 

@@ -183,7 +183,10 @@ def serve_http(
             if self.started and on_ready is not None:
                 on_ready()
 
+        stopped_by: int | None = None
+
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            self.stopped_by = sig
             if on_stop is not None:
                 on_stop()  # e.g. end the console's live streams so shutdown is not held
             super().handle_exit(sig, frame)
@@ -222,7 +225,9 @@ def serve_http(
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous)
-    return 0
+    # Whether asyncio's runner turns uvicorn's re-raised SIGINT into KeyboardInterrupt
+    # depends on whether the serving task had already finished: decide from the signal.
+    return 130 if server.stopped_by == signal.SIGINT else 0
 
 
 def _drained(signum: int, frame: object) -> None:

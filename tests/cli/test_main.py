@@ -97,6 +97,8 @@ def test_an_unreachable_postgres_is_one_line_and_exit_1(
     err = capsys.readouterr().err
     assert "STORE_UNAVAILABLE" in err and "Cannot reach PostgreSQL" in err
     assert "hunter2" not in err and "Traceback" not in err
+    # advice for a person starting a command, not the agents' "send the same call again"
+    assert "run the command again" in err and "same call" not in err
 
 
 def test_mcp_accepts_config_flags_after_the_subcommand(tmp_path: Path) -> None:

@@ -60,6 +60,14 @@ def overrides_of(args: argparse.Namespace) -> Overrides:
     )
 
 
+OPEN_STORE_HINT = (
+    "Check that the store is reachable and that --store (or WORKRAIL_STORE_URL) and "
+    "--data-dir name the right one, then run the command again."
+)
+"""For a person starting a command: the catalogue's default for an unreachable store is
+advice to an agent in the middle of a call."""
+
+
 @dataclass
 class Cli:
     args: argparse.Namespace
@@ -99,7 +107,7 @@ class Cli:
             opened = open_backend(self.config)
             if isinstance(opened, Failure):
                 problem = opened.failure()
-                raise CliExit(envelope(problem.code, problem.message))
+                raise CliExit(envelope(problem.code, problem.message, OPEN_STORE_HINT))
             self._backend = opened.unwrap()
         return self._backend
 

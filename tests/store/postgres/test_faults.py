@@ -3,6 +3,7 @@ nothing half-written, and normal service again once it is back, without a restar
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -95,6 +96,51 @@ def test_a_connection_lost_inside_a_write_leaves_nothing_behind(
         assert len(events_of(backend.sessions, chain.sess)) == 6
     finally:
         backend.close()
+
+
+def test_a_writer_whose_client_stops_answering_frees_the_session(
+    own_postgres: PostgresCluster,
+) -> None:
+    """A frozen process in the middle of a write holds the session's lock only until the
+    server ends its idle transaction; its own write then fails, retryable, and leaves
+    nothing behind, while another replica's write goes through."""
+    url = own_postgres.url(own_postgres.create_database())
+    frozen = open_postgres_backend(url, pool_wait=1.0, write_idle=1.0).unwrap()
+    other = _open(url)
+    try:
+        chain = Chain()
+        append(frozen.sessions, chain.sess, chain.start())
+        plan = chain.advance()
+        holding, release = threading.Event(), threading.Event()
+        outcome: list[Any] = []
+
+        def stall_inside_the_write(txn: Any) -> Any:
+            holding.set()
+            release.wait(60)
+            return txn.append(plan)
+
+        writer = threading.Thread(
+            target=lambda: outcome.append(frozen.sessions.write(chain.sess, stall_inside_the_write))
+        )
+        writer.start()
+        assert holding.wait(30)
+        deadline = time.monotonic() + 30
+        while True:
+            result = append(other.sessions, chain.sess, plan)
+            if isinstance(result, Success):
+                break
+            assert result.failure().code == "SESSION_LOCKED", result.failure()
+            assert time.monotonic() < deadline, "the frozen writer still holds the session"
+            time.sleep(0.1)
+        release.set()
+        writer.join(30)
+        assert isinstance(outcome[0], Failure)
+        assert outcome[0].failure().code == "STORE_UNAVAILABLE" and outcome[0].failure().retryable
+        assert _count_afresh(url, chain.sess) == 6
+    finally:
+        release.set()
+        frozen.close()
+        other.close()
 
 
 def test_watch_reconnects_after_a_restart_and_misses_nothing(

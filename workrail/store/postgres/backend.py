@@ -18,6 +18,7 @@ from workrail.store.errors import StoreError
 from workrail.store.postgres.connection import (
     DEFAULT_POOL_SIZE,
     POOL_WAIT_SECONDS,
+    WRITE_IDLE_SECONDS,
     Database,
     connect_kwargs,
     describe_connect_failure,
@@ -56,13 +57,15 @@ def open_postgres_backend(
     *,
     pool_size: int = DEFAULT_POOL_SIZE,
     pool_wait: float = POOL_WAIT_SECONDS,
+    write_idle: float = WRITE_IDLE_SECONDS,
     projectors: Sequence[AppendProjector] = (),
 ) -> Result[PostgresBackend, StoreError]:
     """Connect, migrate and return the backend; every failure is one line naming the
     URL without its password. `pool_wait`: how long a call waits for a connection before
-    it answers STORE_UNAVAILABLE. `projectors` run inside every append's transaction."""
+    it answers STORE_UNAVAILABLE; `write_idle`: how long a write's transaction may wait on
+    its client before the server ends it and frees the session. `projectors` run inside every append's transaction."""
     try:
-        with psycopg.connect(url, **connect_kwargs()) as conn:
+        with psycopg.connect(url, **connect_kwargs(url)) as conn:
             migrated = migrate(conn)
             row = conn.execute("SELECT current_setting('synchronous_commit')").fetchone()
     except psycopg.OperationalError as exc:
@@ -86,7 +89,7 @@ def open_postgres_backend(
                 "(ALTER ROLE … SET synchronous_commit = on).",
             )
         )
-    database = Database(url, pool_size=pool_size, wait=pool_wait)
+    database = Database(url, pool_size=pool_size, wait=pool_wait, write_idle=write_idle)
     database.open()
     sessions = PostgresSessionStore(database, projectors)
     snapshots = PostgresSnapshotStore(database)

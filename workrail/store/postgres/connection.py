@@ -33,17 +33,54 @@ DEFAULT_POOL_SIZE: Final = 20
 """Connections per server process. A write holds one for its whole transaction and may need
 a second meanwhile (a snapshot it stores), so at most half the pool writes at once."""
 
+WRITE_IDLE_SECONDS: Final = 60
+"""How long a write's transaction may wait on its client (a frozen or cut-off process)
+before the server ends it, which frees the session for other writers."""
+
+LOCK_WAIT_SECONDS: Final = 10
+"""How long a statement of a write may wait for a row lock another transaction holds (a
+second writer that slipped past the session lock) before it fails, retryable."""
+
+KEEPALIVES: Final[dict[str, int]] = {
+    "keepalives": 1,
+    "keepalives_idle": 30,
+    "keepalives_interval": 10,
+    "keepalives_count": 3,
+}
+"""TCP keepalives, so a connection to a server that vanished (network cut, host down) is
+found dead in about a minute instead of hanging a call; libpq ignores them on sockets."""
+
 Connection = psycopg.Connection[Any]
 
 
-def connect_kwargs() -> dict[str, Any]:
-    """What every connection is opened with (pool, listener, migrations)."""
+def connect_kwargs(url: str) -> dict[str, Any]:
+    """What every connection is opened with (pool, listener, migrations). A keepalive
+    setting the URL spells out itself wins over ours."""
+    try:
+        given = psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.Error:
+        given = {}
+    keepalives = {key: value for key, value in KEEPALIVES.items() if key not in given}
     return {
         "autocommit": True,
         "prepare_threshold": None,
         "connect_timeout": CONNECT_TIMEOUT_SECONDS,
         "application_name": "workrail",
+        **keepalives,
     }
+
+
+WRITE_BOUNDS: Final = (
+    "set_config('idle_in_transaction_session_timeout', %s, true), "
+    "set_config('lock_timeout', %s, true)"
+)
+"""The settings a write's transaction runs under, for the select list of its first
+statement (no extra round trip; local to the transaction, so nothing outlives it on a
+connection PgBouncer may hand to another client). Its parameters: `Database.write_bounds`."""
+
+
+def write_bounds(idle_seconds: float) -> tuple[str, str]:
+    return f"{max(1, round(idle_seconds * 1000))}ms", f"{LOCK_WAIT_SECONDS * 1000}ms"
 
 
 def one_line(exc: BaseException, url: str | None = None) -> str:
@@ -111,16 +148,22 @@ class Database:
     """The pool every store of one backend shares."""
 
     def __init__(
-        self, url: str, *, pool_size: int = DEFAULT_POOL_SIZE, wait: float = POOL_WAIT_SECONDS
+        self,
+        url: str,
+        *,
+        pool_size: int = DEFAULT_POOL_SIZE,
+        wait: float = POOL_WAIT_SECONDS,
+        write_idle: float = WRITE_IDLE_SECONDS,
     ) -> None:
         self.url = url
         self.wait = wait
+        self.write_bounds = write_bounds(write_idle)
         self.size = max(2, pool_size)
         self.pool: ConnectionPool[Connection] = ConnectionPool(
             url,
             min_size=1,
             max_size=self.size,
-            kwargs=connect_kwargs(),
+            kwargs=connect_kwargs(url),
             open=False,
             timeout=wait,
             reconnect_timeout=0,  # never give up: a database that comes back is used again

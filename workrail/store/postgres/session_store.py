@@ -43,6 +43,7 @@ from workrail.core.session_index import ProjectionError
 from workrail.store.errors import StoreError
 from workrail.store.ports import LIST_PAGE_MAX, AppendOutcome, AppendPlan, PrefixLoad, SessionLog
 from workrail.store.postgres.connection import (
+    WRITE_BOUNDS,
     Connection,
     Database,
     is_connection_lost,
@@ -314,8 +315,8 @@ class PostgresSessionStore:
                     try:
                         with conn.transaction():
                             row = conn.execute(
-                                "SELECT pg_try_advisory_xact_lock(%s)",
-                                (session_lock_key(session_id),),
+                                "SELECT pg_try_advisory_xact_lock(%s), " + WRITE_BOUNDS,
+                                (session_lock_key(session_id), *self._db.write_bounds),
                             ).fetchone()
                             if row is None or not row[0]:
                                 raise _Rollback(Failure(locked_elsewhere()))
@@ -360,9 +361,10 @@ class PostgresSessionStore:
         txn: _Txn | None = None
         called = committed = False
         try:
-            with conn.pipeline(), conn.transaction():
+            with conn.pipeline() as pipeline, conn.transaction():
                 lock = conn.execute(
-                    "SELECT pg_try_advisory_xact_lock(%s)", (session_lock_key(session_id),)
+                    "SELECT pg_try_advisory_xact_lock(%s), " + WRITE_BOUNDS,
+                    (session_lock_key(session_id), *self._db.write_bounds),
                 )
                 slot = self._slot(session_id)
                 with slot.lock:  # runs after the lock statement: sees what committed before it
@@ -372,6 +374,10 @@ class PostgresSessionStore:
                     raise _Rollback(Failure(locked_elsewhere()))
                 if isinstance(base, Corruption):
                     raise _Rollback(Failure(not_healthy(base)))
+                # End the protocol unit: only a server waiting for its next command counts
+                # as idle in the transaction, so only now does WRITE_BOUNDS' timeout free
+                # the session from a client that stops answering while `fn` runs.
+                pipeline.sync()
                 txn = _Txn(self, conn, session_id, slot, base)
                 called = True
                 try:

@@ -148,7 +148,7 @@ class PostgresWatch:
         since: datetime | None = None  # database time at which we last knew we listened
         while not self._stop.is_set():
             try:
-                with psycopg.connect(self._url, **connect_kwargs()) as conn:
+                with psycopg.connect(self._url, **connect_kwargs(self._url)) as conn:
                     conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(NOTIFY_CHANNEL)))
                     if since is not None:
                         self._offer(_changed_since(conn, since - CLOCK_SKEW))

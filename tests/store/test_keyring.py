@@ -7,14 +7,19 @@ import json
 import re
 import shutil
 import stat
+import subprocess
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import REFERENCE
+from tests.store.keyring_contract import KeyringContract, OpenKeyring
 from workrail.store.local.keyring import (
     KeyringCorrupt,
+    LocalKeyringStore,
     keyring_path,
     load_or_create_keyring,
     read_keyring,
@@ -188,3 +193,40 @@ def test_the_keyring_port_loads_rotates_and_reports_corruption_as_values(tmp_pat
     assert failed.failure().code == "KEYRING_CORRUPT"
     assert port.rotate().failure().code == "KEYRING_CORRUPT"
     assert keyring_path(tmp_path).read_bytes() == b"{not json"  # nothing was overwritten
+
+
+class TestLocalKeyring(KeyringContract):
+    @pytest.fixture
+    def open_keyring(self, data_dir: Path) -> OpenKeyring:
+        return lambda: LocalKeyringStore(data_dir)
+
+
+def test_a_rotation_waits_for_the_one_in_progress_in_another_process(data_dir: Path) -> None:
+    """The rotation lock is an OS lock: one held by another process makes a rotation wait,
+    and it goes on from the key that process wrote."""
+    start = load_or_create_keyring(data_dir)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from filelock import FileLock\n"
+            "with FileLock(sys.argv[1], preserve_lock_file=True):\n"
+            "    print('HELD', flush=True); sys.stdin.readline()",
+            str(data_dir / "keys" / ".rotate.lock"),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdin is not None
+    assert holder.stdout.readline().strip() == "HELD"
+    done: list[Any] = []
+    waiting = threading.Thread(target=lambda: done.append(LocalKeyringStore(data_dir).rotate()))
+    waiting.start()
+    waiting.join(timeout=0.5)
+    assert done == [] and read_keyring(data_dir) == start  # still waiting, nothing written
+    holder.stdin.close()
+    holder.wait(timeout=30)
+    holder.stdout.close()
+    waiting.join(timeout=30)
+    assert done and done[0].unwrap().previous == start.current

@@ -15,8 +15,11 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
+from filelock import FileLock, Timeout
 from returns.result import Failure, Result, Success
 
 from workrail.core.keyring import (
@@ -27,7 +30,14 @@ from workrail.core.keyring import (
     encode_keyring,
 )
 from workrail.store.errors import StoreError, io_error
-from workrail.store.fsio import NotPrivate, UnsafePath, atomic_write, create_exclusive, read_private
+from workrail.store.fsio import (
+    NotPrivate,
+    UnsafePath,
+    atomic_write,
+    create_exclusive,
+    ensure_tree,
+    read_private,
+)
 
 __all__ = [
     "Keyring",
@@ -40,6 +50,11 @@ __all__ = [
 ]
 
 log = logging.getLogger("workrail.store")
+
+ROTATE_WAIT_SECONDS = 30.0
+"""How long a rotation waits for another one to finish before saying the keyring is busy."""
+
+_T = TypeVar("_T")
 
 
 def keyring_path(data_dir: Path) -> Path:
@@ -61,13 +76,18 @@ def read_keyring(data_dir: Path, *, allow_insecure: bool = False) -> Keyring | N
 
 def load_or_create_keyring(data_dir: Path, *, allow_insecure: bool = False) -> Keyring:
     """Load the keyring, creating it (0600) with a fresh random key when missing."""
+    return _load_or_create(data_dir, allow_insecure, None)
+
+
+def _load_or_create(data_dir: Path, allow_insecure: bool, keys_existed: bool | None) -> Keyring:
     existing = read_keyring(data_dir, allow_insecure=allow_insecure)
     if existing is not None:
         return existing
     fresh = Keyring(current=os.urandom(KEY_BYTES), previous=None)
     # First writer wins: processes racing to create the keyring all end up with the one
     # key that was published, never with a private key of their own.
-    keys_existed = os.path.lexists(keyring_path(data_dir).parent)
+    if keys_existed is None:
+        keys_existed = os.path.lexists(keyring_path(data_dir).parent)
     if create_exclusive(keyring_path(data_dir), encode_keyring(fresh), root=data_dir):
         _log_created(data_dir, keys_existed)
     published = read_keyring(data_dir, allow_insecure=allow_insecure)
@@ -111,12 +131,50 @@ def _sessions_older_than_this_process(data_dir: Path) -> bool:
     return False
 
 
+def rotate_lock_path(data_dir: Path) -> Path:
+    return data_dir / "keys" / ".rotate.lock"
+
+
 def rotate_keyring(data_dir: Path, *, allow_insecure: bool = False) -> Keyring:
-    """previous := current, current := fresh random key. Returns the new keyring."""
-    current = load_or_create_keyring(data_dir, allow_insecure=allow_insecure)
-    new = current.rotated(os.urandom(KEY_BYTES))
-    atomic_write(keyring_path(data_dir), encode_keyring(new), root=data_dir)
-    return new
+    """previous := current, current := fresh random key. Returns the new keyring.
+
+    A read-modify-write, so it runs under an OS lock on `keys/.rotate.lock`: two rotations
+    at once would both start from the same current key and the second would drop the
+    first's new key (tokens signed with it would stop verifying). The lock file is kept
+    on release, so no waiter ever locks an unlinked inode. Raises filelock's `Timeout`
+    when another rotation holds the lock for longer than `ROTATE_WAIT_SECONDS`."""
+    keys_existed = os.path.lexists(keyring_path(data_dir).parent)
+    ensure_tree(data_dir, keyring_path(data_dir).parent)
+    lock = FileLock(
+        rotate_lock_path(data_dir),
+        timeout=ROTATE_WAIT_SECONDS,
+        mode=0o600,
+        preserve_lock_file=True,
+    )
+    with lock:
+        current = _load_or_create(data_dir, allow_insecure, keys_existed)
+        new = current.rotated(os.urandom(KEY_BYTES))
+        atomic_write(keyring_path(data_dir), encode_keyring(new), root=data_dir)
+        return new
+
+
+def _as_result(action: Callable[[], _T]) -> Result[_T, StoreError]:
+    """A keyring operation's exceptions as the port's error values."""
+    try:
+        return Success(action())
+    except KeyringCorrupt as exc:
+        return Failure(StoreError("KEYRING_CORRUPT", str(exc)))
+    except NotPrivate as exc:
+        return Failure(StoreError("KEYRING_INSECURE", str(exc)))
+    except Timeout:
+        return Failure(
+            StoreError(
+                "STORE_UNAVAILABLE",
+                "another process is rotating the keyring; run the command again",
+            )
+        )
+    except OSError as exc:
+        return Failure(io_error(exc, "KEYRING_IO_ERROR", "cannot use the keyring"))
 
 
 class LocalKeyringStore:
@@ -127,39 +185,23 @@ class LocalKeyringStore:
         self._allow_insecure = allow_insecure
 
     def load(self) -> Result[Keyring, StoreError]:
-        try:
-            return Success(
-                load_or_create_keyring(self._data_dir, allow_insecure=self._allow_insecure)
-            )
-        except KeyringCorrupt as exc:
-            return Failure(StoreError("KEYRING_CORRUPT", str(exc)))
-        except NotPrivate as exc:
-            return Failure(StoreError("KEYRING_INSECURE", str(exc)))
-        except OSError as exc:
-            return Failure(io_error(exc, "KEYRING_IO_ERROR", "cannot use the keyring"))
+        return _as_result(
+            lambda: load_or_create_keyring(self._data_dir, allow_insecure=self._allow_insecure)
+        )
 
     def adopt(self, keyring: Keyring) -> Result[Keyring, StoreError]:
-        try:
+        def adopt() -> Keyring:
             insecure = self._allow_insecure
             if read_keyring(self._data_dir, allow_insecure=insecure) is None:
                 path = keyring_path(self._data_dir)
                 create_exclusive(path, encode_keyring(keyring), root=self._data_dir)
             published = read_keyring(self._data_dir, allow_insecure=insecure)
             assert published is not None
-            return Success(published)
-        except KeyringCorrupt as exc:
-            return Failure(StoreError("KEYRING_CORRUPT", str(exc)))
-        except NotPrivate as exc:
-            return Failure(StoreError("KEYRING_INSECURE", str(exc)))
-        except OSError as exc:
-            return Failure(io_error(exc, "KEYRING_IO_ERROR", "cannot use the keyring"))
+            return published
+
+        return _as_result(adopt)
 
     def rotate(self) -> Result[Keyring, StoreError]:
-        try:
-            return Success(rotate_keyring(self._data_dir, allow_insecure=self._allow_insecure))
-        except KeyringCorrupt as exc:
-            return Failure(StoreError("KEYRING_CORRUPT", str(exc)))
-        except NotPrivate as exc:
-            return Failure(StoreError("KEYRING_INSECURE", str(exc)))
-        except OSError as exc:
-            return Failure(io_error(exc, "KEYRING_IO_ERROR", "cannot use the keyring"))
+        return _as_result(
+            lambda: rotate_keyring(self._data_dir, allow_insecure=self._allow_insecure)
+        )

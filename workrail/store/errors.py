@@ -10,6 +10,8 @@ from workrail.core.health import SessionHealth
 
 StoreErrorCode = Literal[
     "SESSION_LOCKED",
+    # a writer that tries to write the session it already writes: a bug, never cleared by
+    # waiting, so not retryable
     "SESSION_LOCK_REENTRANT",
     "LOCK_RELEASE_FAILED",
     "SESSION_NOT_HEALTHY",
@@ -30,7 +32,6 @@ StoreErrorCode = Literal[
 RETRYABLE_CODES: frozenset[StoreErrorCode] = frozenset(
     {
         "SESSION_LOCKED",
-        "SESSION_LOCK_REENTRANT",
         "LOCK_RELEASE_FAILED",
         "STORE_UNAVAILABLE",
         "STORAGE_FAULT",

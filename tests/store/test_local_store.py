@@ -20,7 +20,7 @@ from tests.store.contract import (
 )
 from tests.store.plans import Chain
 from workrail.store.local.backend import LocalBackend
-from workrail.store.local.session_store import LocalSessionStore
+from workrail.store.local.session_store import TRASH_PREFIX, LocalSessionStore
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -405,3 +405,66 @@ def test_the_session_cache_is_bounded_by_the_events_it_holds(
     assert list(store._cache)[-1] == chains[-1].sess
     for chain in chains:  # evicted sessions load again from disk
         assert store.health(chain.sess).unwrap().kind == "healthy"
+
+
+def test_list_ids_pages_fill_past_entries_that_are_not_sessions(data_dir: Path) -> None:
+    """A page stops checking manifests once it is full, so whatever it skips (debris of an
+    interrupted first write, a removal renamed aside, stray names) must never shorten it."""
+    store = _fresh(data_dir)
+    chains = sorted((Chain() for _ in range(7)), key=lambda chain: chain.sess)
+    sessions = [chain.sess for chain in chains]
+    for chain in chains:
+        append(store, chain.sess, chain.start())
+    root = data_dir / "sessions"
+    for _ in range(5):
+        (root / Chain().sess / "events").mkdir(parents=True)  # no manifest: not a session
+    (root / f"{TRASH_PREFIX}{sessions[0]}-0000").mkdir()
+    (root / "sess_not-an-id").mkdir()
+    (root / "README").write_text("stray")
+    pages, after = [], None
+    while True:
+        page = store.list_ids(after=after, limit=3).unwrap()
+        pages.append(page)
+        if len(page) < 3:
+            break
+        after = page[-1]
+    assert pages == [sessions[0:3], sessions[3:6], sessions[6:]]
+    assert store.list_ids(after=sessions[6]).unwrap() == []
+    assert store.list_ids(limit=0).unwrap() == []
+
+
+def test_an_interrupted_removal_is_finished_when_the_backend_opens(data_dir: Path) -> None:
+    store = _fresh(data_dir)
+    chain = Chain()
+    append(store, chain.sess, chain.start())
+    aside = data_dir / "sessions" / f"{TRASH_PREFIX}{chain.sess}-0000"
+    os.rename(data_dir / "sessions" / chain.sess, aside)  # killed right after the rename
+    kept = Chain()
+    append(store, kept.sess, kept.start())
+    LocalBackend.open(data_dir)
+    assert not aside.exists()
+    assert sorted(os.listdir(data_dir / "sessions")) == [kept.sess]
+    assert store.health(kept.sess).unwrap().kind == "healthy"
+
+
+def test_a_log_damaged_under_the_writer_is_an_error_value_not_an_exception(
+    data_dir: Path,
+) -> None:
+    """`txn.log` cannot return an error, so it shows the state last validated under this
+    writer; the append that follows reports the damage."""
+    store = _fresh(data_dir)
+    chain = Chain()
+    append(store, chain.sess, chain.start())
+    plan = chain.advance()
+    seen: list[int] = []
+
+    def damage_then_append(txn: Any) -> Any:
+        with open(data_dir / "sessions" / chain.sess / "manifest.jsonl", "ab") as f:
+            f.write(b'{"not": "a record"}\n')
+        seen.append(txn.log.count)
+        return txn.append(plan)
+
+    result = store.write(chain.sess, damage_then_append)
+    assert seen == [3]
+    assert result.failure().code == "SESSION_NOT_HEALTHY"
+    assert result.failure().health is not None

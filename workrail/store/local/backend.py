@@ -31,9 +31,11 @@ class LocalBackend:
         data_dir: Path, faults: FaultHook | None = None, *, allow_insecure_keys: bool = False
     ) -> LocalBackend:
         """Nothing is created until something is written (the summary index included:
-        it appears with the first append or query)."""
+        it appears with the first append or query). Removals a crash interrupted are
+        finished here (one listdir), so their debris never outlives the next start."""
         layout = Layout(data_dir.expanduser().absolute())
         sessions = LocalSessionStore(layout, faults)
+        sessions.sweep_trash()
         snapshots = LocalSnapshotStore(layout)
         pinned = LocalPinnedWorkflowStore(layout)
         lifecycle = LocalLifecycleStore(layout, sessions)

@@ -45,6 +45,7 @@ from workrail.core.append import (
 from workrail.core.canonical import CanonicalJsonError, jsonl_line
 from workrail.core.events import DomainEvent
 from workrail.core.health import HEALTHY, Corruption, Location, SessionHealth
+from workrail.core.ids import is_session_id
 from workrail.core.log_reader import (
     CorruptionError,
     check_chain,
@@ -58,7 +59,6 @@ from workrail.core.manifest import ManifestRecord, SegmentClosed, SnapshotPinned
 from workrail.core.session_index import ProjectionError, SessionIndex
 from workrail.store.errors import StoreError, io_error
 from workrail.store.fsio import (
-    FILE_MODE,
     UnsafePath,
     ensure_tree,
     fsync_dir,
@@ -186,25 +186,26 @@ class LocalSessionStore:
         self, *, after: str | None = None, limit: int = LIST_PAGE_MAX
     ) -> Result[list[str], StoreError]:
         """Sessions (directories with a well-formed id and a manifest), ascending, after
-        `after`."""
+        `after`. One listdir, then names are filtered and sorted in memory and only as many
+        manifests checked as the page needs (not one per session in the directory)."""
+        wanted = max(0, min(limit, LIST_PAGE_MAX))
         try:
             names = os.listdir(self._layout.sessions_dir)
         except FileNotFoundError:
             return Success([])
         except OSError as exc:
             return Failure(io_error(exc, "SESSION_STORE_IO_ERROR", "cannot list sessions"))
-        result = []
-        for name in names:
-            if after is not None and name <= after:
-                continue
-            try:
-                session_dir = self._layout.session_dir(name)
-            except UnsafeReference:
-                continue
-            if _is_session(session_dir):
+        candidates = sorted(
+            name for name in names if (after is None or name > after) and is_session_id(name)
+        )
+        result: list[str] = []
+        sessions_dir = self._layout.sessions_dir
+        for name in candidates:
+            if len(result) >= wanted:
+                break
+            if _is_session(sessions_dir / name):
                 result.append(name)
-        result.sort()
-        return Success(result[: max(0, min(limit, LIST_PAGE_MAX))])
+        return Success(result)
 
     def load_prefix(self, session_id: str) -> Result[PrefixLoad, StoreError]:
         """The longest valid prefix of the log, for read-only inspection and export."""
@@ -490,7 +491,7 @@ class LocalSessionStore:
                 except OSError as exc:
                     return Failure(io_error(exc, "SESSION_STORE_IO_ERROR", "cannot repair"))
                 creating = not os.path.lexists(session_dir / MANIFEST)
-            txn = _Txn(self, session_id, session_dir, _Entry() if creating else None)
+            txn = _Txn(self, session_id, session_dir, _Entry() if creating else None, loaded)
             try:
                 result: Result[T, E | StoreError] = fn(txn)
                 if txn.staged is not None and isinstance(result, Success) and txn.staged.manifest:
@@ -554,6 +555,7 @@ class LocalSessionStore:
                 segment = segment_bytes(plan)
             except CanonicalJsonError as exc:
                 return Failure(StoreError("SESSION_STORE_INVARIANT_VIOLATION", str(exc)))
+            txn.validated = loaded
             try:
                 self._commit(txn, loaded, plan, segment)
             except OSError as exc:
@@ -592,11 +594,11 @@ class LocalSessionStore:
             if not entry.manifest:
                 # Debris of an earlier, interrupted creation is replaced, never appended to.
                 write_synced(manifest_path, b"")
-            created = False
         else:
             manifest_path = session_dir / MANIFEST
-            created = entry.consumed == 0 and not os.path.lexists(manifest_path)
-        fd = open_regular(manifest_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
+        # Never created here: a new session's manifest is the staged one, made just above
+        # and published by `_publish`; a published one that vanished is an I/O failure.
+        fd = open_regular(manifest_path, os.O_WRONLY | os.O_APPEND)
         try:
             if self._faults is None:
                 write_all(fd, group)
@@ -610,8 +612,6 @@ class LocalSessionStore:
             st = os.fstat(fd)
         finally:
             os.close(fd)
-        if created:
-            fsync_dir(session_dir)
         if not staged:
             self._fault("after_manifest")
 
@@ -692,12 +692,18 @@ class _Txn:
     `staged` is the state of a session being created (not yet visible to anyone else)."""
 
     def __init__(
-        self, store: LocalSessionStore, session_id: str, session_dir: Path, staged: _Entry | None
+        self,
+        store: LocalSessionStore,
+        session_id: str,
+        session_dir: Path,
+        staged: _Entry | None,
+        validated: _Entry,
     ) -> None:
         self._store = store
         self.session_id = session_id
         self.session_dir = session_dir
         self.staged = staged
+        self.validated = validated  # the state last loaded healthy under this writer
         self.segments: list[Path] = []
         self.published = False
         self.broken = False
@@ -710,7 +716,10 @@ class _Txn:
         with self._store._locks.state(self.session_dir):
             loaded = self._store._load(self.session_id, self.session_dir)
         if isinstance(loaded, Corruption):
-            raise RuntimeError("session became unhealthy while locked")
+            # Damaged from outside while we hold the writer: show the state last validated
+            # (a property cannot return an error value); the next append reports the damage.
+            return self.validated.view(self.session_id)
+        self.validated = loaded
         return loaded.view(self.session_id)
 
     def append(self, plan: AppendPlan) -> Result[AppendOutcome, StoreError]:

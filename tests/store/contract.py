@@ -492,6 +492,21 @@ class BackendContract:
         assert again.lifecycle.put(sid, archived.unarchive()).unwrap() is True
         assert again.query.get([sid]).unwrap()[sid].archived is False
 
+    def test_an_over_long_workspace_path_never_costs_the_archive_state(
+        self, backend: Any, reopen_backend: Any
+    ) -> None:
+        from workrail.core.lifecycle import MAX_WORKSPACE_PATH, SessionLifecycle
+
+        engine = engine_over(backend)
+        r = engine.start_workflow("probe-flow").unwrap()
+        sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
+        long_path = "/w/" + "a" * MAX_WORKSPACE_PATH
+        record = SessionLifecycle(workspace_path=long_path).archive("2026-01-01T00:00:00Z")
+        assert backend.lifecycle.put(sid, record).unwrap() is True
+        kept = reopen_backend().lifecycle.get(sid).unwrap()
+        assert kept.archived is True and kept.archived_at == "2026-01-01T00:00:00Z"
+        assert kept.workspace_path is None  # only the path that could not be kept is gone
+
     def test_runs_and_ids_are_found(self, backend: Any) -> None:
         engine = engine_over(backend)
         r = engine.start_workflow("probe-flow").unwrap()

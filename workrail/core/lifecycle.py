@@ -20,6 +20,12 @@ class SessionLifecycle:
     workspace_path: str | None = None
     """The absolute workspace the session was started for, when one was known."""
 
+    def __post_init__(self) -> None:
+        # Bounded when built, so no record is ever written that its reader would refuse:
+        # a path too long to keep is dropped, never the archive state beside it.
+        if self.workspace_path is not None and len(self.workspace_path) > MAX_WORKSPACE_PATH:
+            object.__setattr__(self, "workspace_path", None)
+
     def archive(self, at: str) -> SessionLifecycle:
         return self if self.archived else replace(self, archived=True, archived_at=at)
 
@@ -50,8 +56,9 @@ class SessionLifecycle:
             return None
         if at is not None and not isinstance(at, str):
             return None
-        if path is not None and (not isinstance(path, str) or len(path) > MAX_WORKSPACE_PATH):
+        if path is not None and not isinstance(path, str):
             return None
+        # An over-long path (written before paths were bounded) is dropped on construction.
         return SessionLifecycle(archived, at if archived else None, path or None)
 
 

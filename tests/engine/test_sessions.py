@@ -76,6 +76,16 @@ def test_listing_pages_with_cursors_and_rejects_bad_input(engine: Engine) -> Non
     assert [s.title for s in found] == ["goal 3"]
 
 
+def test_prune_and_list_refuse_an_unknown_status_alike(engine: Engine, data_dir: Path) -> None:
+    _start(engine)
+    pruned = err(engine.prune(PruneRequest(older_than=timedelta(days=1), statuses=("complet",))))
+    listed = err(engine.list_sessions(ListRequest(statuses=("complet",))))
+    assert pruned.code == listed.code == "VALIDATION_ERROR"
+    assert pruned.message == listed.message == "Unknown status 'complet'."
+    assert pruned.details["details"]["didYouMean"] == "complete"
+    assert listed.details == pruned.details
+
+
 def test_events_since_pages_and_reports_gaps(engine: Engine, data_dir: Path) -> None:
     sid = _start(engine)
     page = engine.events_since(sid, 0, 2).unwrap()

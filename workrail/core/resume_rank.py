@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 from workrail.core.summary import RunSummary, SessionSummary
 from workrail.core.text import tokens
@@ -38,17 +38,7 @@ WhyMatched = Literal[
     "matched_workspace",
     "recency_fallback",
 ]
-WHY_MATCHED: Final[tuple[WhyMatched, ...]] = (
-    "matched_session_id",
-    "matched_run_id",
-    "matched_notes",
-    "matched_fuzzy",
-    "matched_workflow_id",
-    "matched_head_sha",
-    "matched_branch",
-    "matched_workspace",
-    "recency_fallback",
-)
+WHY_MATCHED: Final[tuple[WhyMatched, ...]] = get_args(WhyMatched)
 Confidence = Literal["strong", "medium", "weak"]
 
 MAX_CANDIDATES: Final = 5

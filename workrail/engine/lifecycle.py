@@ -23,11 +23,11 @@ from returns.result import Failure, Result, Success
 
 from workrail.core.lifecycle import SessionLifecycle
 from workrail.core.manifest import SnapshotPinned
-from workrail.core.summary import RUN_STATUSES, RunStatus, SessionSummary
+from workrail.core.summary import RunStatus, SessionSummary
 from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError
 from workrail.engine.sessions import (
-    did_you_mean,
+    parse_statuses,
     resolve_ids,
     store_failure,
     validation,
@@ -167,24 +167,11 @@ def prune(deps: EngineDeps, request: PruneRequest) -> Result[PruneReport, Engine
                 field="olderThan",
             )
         )
-    statuses: set[RunStatus] = set()
-    for status in request.statuses:
-        match = next((s for s in RUN_STATUSES if s == status), None)
-        if match is None:
-            hint = did_you_mean(status, RUN_STATUSES)
-            return Failure(
-                validation(
-                    f"Unknown status {status!r}.",
-                    (f"Did you mean {hint!r}? " if hint else "")
-                    + "Statuses are: "
-                    + ", ".join(RUN_STATUSES),
-                    field="status",
-                    didYouMean=hint,
-                )
-            )
-        statuses.add(match)
+    parsed = parse_statuses(request.statuses)
+    if isinstance(parsed, Failure):
+        return Failure(parsed.failure())
     cutoff = deps.clock() - request.older_than
-    selected = _older_than(deps, cutoff, frozenset(statuses))
+    selected = _older_than(deps, cutoff, parsed.unwrap())
     if isinstance(selected, Failure):
         return Failure(selected.failure())
     chosen = selected.unwrap()

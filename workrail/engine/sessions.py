@@ -55,6 +55,28 @@ def store_failure(err: StoreError) -> EngineError:
     return error("INTERNAL_ERROR", f"Session store error: {err.code}: {err.message}")
 
 
+def parse_statuses(given: Sequence[str]) -> Result[frozenset[RunStatus], EngineError]:
+    """Status words from a person or an agent: each must be a run status (with a guess at
+    the one meant)."""
+    statuses: set[RunStatus] = set()
+    for status in given:
+        match = next((s for s in RUN_STATUSES if s == status), None)
+        if match is None:
+            hint = did_you_mean(status, RUN_STATUSES)
+            return Failure(
+                validation(
+                    f"Unknown status {status!r}.",
+                    (f"Did you mean {hint!r}? " if hint else "")
+                    + "Statuses are: "
+                    + ", ".join(RUN_STATUSES),
+                    field="status",
+                    didYouMean=hint,
+                )
+            )
+        statuses.add(match)
+    return Success(frozenset(statuses))
+
+
 def validation(message: str, suggestion: str, **details: Any) -> EngineError:
     return error("VALIDATION_ERROR", message, suggestion, **details)
 
@@ -194,22 +216,10 @@ def decode_cursor(text: str) -> PageCursor | None:
 def check_list(
     request: ListRequest,
 ) -> Result[tuple[SessionFilter, PageCursor | None], EngineError]:
-    statuses: set[RunStatus] = set()
-    for status in request.statuses:
-        match = next((s for s in RUN_STATUSES if s == status), None)
-        if match is None:
-            hint = did_you_mean(status, RUN_STATUSES)
-            return Failure(
-                validation(
-                    f"Unknown status {status!r}.",
-                    (f"Did you mean {hint!r}? " if hint else "")
-                    + "Statuses are: "
-                    + ", ".join(RUN_STATUSES),
-                    field="status",
-                    didYouMean=hint,
-                )
-            )
-        statuses.add(match)
+    parsed = parse_statuses(request.statuses)
+    if isinstance(parsed, Failure):
+        return Failure(parsed.failure())
+    statuses = parsed.unwrap()
     if not 1 <= request.limit <= QUERY_PAGE_MAX:
         return Failure(
             validation(
@@ -238,7 +248,7 @@ def check_list(
                 )
             )
     where = SessionFilter(
-        statuses=frozenset(statuses),
+        statuses=statuses,
         workflow=request.workflow,
         workspace=request.workspace,
         branch=request.branch,

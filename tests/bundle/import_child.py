@@ -19,6 +19,7 @@ from typing import Any
 
 from returns.result import Failure, Result
 
+from tests.store.plans import fresh_session_id
 from workrail.app import open_backend
 from workrail.bundle.import_ import import_bundle
 from workrail.config import config_from_process
@@ -68,7 +69,7 @@ def main() -> None:
     backend = open_backend(config_from_process().unwrap()).unwrap()
     try:
         target: Any = _Backend(backend, kill_after) if kill_after >= 0 else backend
-        result = import_bundle(target, bundle.read_bytes())
+        result = import_bundle(target, bundle.read_bytes(), mint_session_id=fresh_session_id)
         if isinstance(result, Failure):
             print(json.dumps({"error": result.failure().to_json()}), flush=True)
             sys.exit(1)

@@ -12,6 +12,7 @@ import pytest
 from returns.result import Failure
 
 from tests.bundle.helpers import BLOCKED, PROBE, export, tree_fingerprint, truth
+from tests.store.plans import fresh_session_id
 from workrail.bundle.errors import BUNDLE_CODES
 from workrail.bundle.export import bundle_bytes
 from workrail.bundle.import_ import import_bundle
@@ -48,7 +49,7 @@ def test_no_flip_imports_different_truth(
     for position in positions:
         damaged = bytearray(raw)
         damaged[position] ^= rng.randrange(1, 256)
-        result = import_bundle(backend, bytes(damaged))
+        result = import_bundle(backend, bytes(damaged), mint_session_id=fresh_session_id)
         if isinstance(result, Failure):
             code = result.failure().code
             assert code in BUNDLE_CODES, (position, result.failure())

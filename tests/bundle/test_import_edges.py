@@ -7,6 +7,7 @@ from typing import Any
 from returns.result import Failure, Result, Success
 
 from tests.bundle.helpers import PROBE, export, tree_fingerprint, truth
+from tests.store.plans import fresh_session_id
 from workrail.bundle.export import bundle_bytes
 from workrail.bundle.import_ import import_bundle, read_bundle_file
 from workrail.bundle.validate import MAX_BUNDLE_BYTES
@@ -31,7 +32,7 @@ def test_salvage_bundle_imports_its_prefix(reference_data: Path, data_dir: Path)
     segment.write_bytes(segment.read_bytes()[:-2] + b"x\n")
     bundle = export(LocalBackend.open(reference_data), PROBE)
     assert bundle.salvage is not None
-    result = import_bundle(LocalBackend.open(data_dir), bundle_bytes(bundle)).unwrap()
+    result = import_bundle(LocalBackend.open(data_dir), bundle_bytes(bundle), mint_session_id=fresh_session_id).unwrap()
     assert result.salvage == bundle.salvage
     assert LocalBackend.open(data_dir).sessions.health(PROBE).unwrap().is_healthy
     assert truth(export(LocalBackend.open(data_dir), PROBE)) == truth(bundle)
@@ -52,7 +53,7 @@ class _RacingSessions:
         if session_id == self._claim and not self.claimed:
             self.claimed = True
             raw = bundle_bytes(export(LocalBackend.open(self._source), PROBE))
-            other = import_bundle(LocalBackend.open(self._target), raw)
+            other = import_bundle(LocalBackend.open(self._target), raw, mint_session_id=fresh_session_id)
             assert isinstance(other, Success)
         written: Result[Any, Any] = self._inner.write(session_id, fn)
         return written
@@ -83,8 +84,8 @@ def test_import_is_idempotent_in_effect_never_in_identity(
 ) -> None:
     raw = bundle_bytes(export(LocalBackend.open(reference_data), PROBE))
     backend = LocalBackend.open(data_dir)
-    first = import_bundle(backend, raw).unwrap()
+    first = import_bundle(backend, raw, mint_session_id=fresh_session_id).unwrap()
     snapshot_files = tree_fingerprint(data_dir / "snapshots")
-    second = import_bundle(backend, raw).unwrap()
+    second = import_bundle(backend, raw, mint_session_id=fresh_session_id).unwrap()
     assert first.session_id != second.session_id
     assert tree_fingerprint(data_dir / "snapshots") == snapshot_files  # content-addressed

@@ -8,6 +8,7 @@ import pytest
 from returns.result import Failure
 
 from tests.bundle.helpers import SESSIONS, export, tree_fingerprint, truth
+from tests.store.plans import fresh_session_id
 from workrail.bundle.export import bundle_bytes
 from workrail.bundle.import_ import import_bundle
 from workrail.bundle.rename import rename_session
@@ -37,7 +38,7 @@ def test_import_into_empty_dir_keeps_id_and_rebuilds_identical_files(
     reference_data: Path, data_dir: Path, sid: str
 ) -> None:
     raw = bundle_bytes(export(LocalBackend.open(reference_data), sid))
-    result = import_bundle(LocalBackend.open(data_dir), raw).unwrap()
+    result = import_bundle(LocalBackend.open(data_dir), raw, mint_session_id=fresh_session_id).unwrap()
     assert result.session_id == sid
     assert result.renamed is False
     # same append plans → the reference's manifest and segments, byte for byte
@@ -83,7 +84,7 @@ def test_second_collision_mints_again(reference_data: Path) -> None:
     second = import_bundle(backend, raw, mint_session_id=lambda: next(ids))
     assert isinstance(second, Failure)  # the minter offered a taken id: refused, not merged
     assert second.failure().code == "IMPORT_SESSION_STORE_ERROR"
-    third = import_bundle(backend, raw).unwrap()
+    third = import_bundle(backend, raw, mint_session_id=fresh_session_id).unwrap()
     assert len({SESSIONS[0], first.session_id, third.session_id}) == 3
 
 
@@ -97,7 +98,7 @@ def test_import_reports_runs_and_preferred_tips(reference_data: Path, data_dir: 
                 for r, info in log.index.runs.items()
             },
         ).unwrap()
-        result = import_bundle(LocalBackend.open(data_dir), bundle_bytes(export(source, sid)))
+        result = import_bundle(LocalBackend.open(data_dir), bundle_bytes(export(source, sid)), mint_session_id=fresh_session_id)
         runs = {r.run_id: (r.preferred_tip_node_id, r.workflow_hash) for r in result.unwrap().runs}
         assert runs == expected
         assert json.loads(json.dumps(result.unwrap().to_json()))["runs"]
@@ -150,8 +151,8 @@ def test_continuing_after_import_gives_the_same_next_step(
 ) -> None:
     source = LocalBackend.open(reference_data)
     raw = bundle_bytes(export(source, sid))
-    renamed = import_bundle(source, raw).unwrap()
-    fresh = import_bundle(LocalBackend.open(data_dir), raw).unwrap()
+    renamed = import_bundle(source, raw, mint_session_id=fresh_session_id).unwrap()
+    fresh = import_bundle(LocalBackend.open(data_dir), raw, mint_session_id=fresh_session_id).unwrap()
     expected = _next_step(source, sid)
     assert expected and all(step[3] in ("Advanced", "Blocked") for step in expected)
     assert _next_step(source, renamed.session_id) == expected
@@ -162,7 +163,7 @@ def test_checkpoints_survive_the_round_trip(reference_data: Path, data_dir: Path
     source = LocalBackend.open(reference_data)
     for sid in SESSIONS:
         raw = bundle_bytes(export(source, sid))
-        result = import_bundle(LocalBackend.open(data_dir), raw).unwrap()
+        result = import_bundle(LocalBackend.open(data_dir), raw, mint_session_id=fresh_session_id).unwrap()
 
         def checkpoints(log: Any) -> list[str]:
             return [
@@ -185,7 +186,7 @@ def test_imported_session_accepts_further_appends(reference_data: Path, data_dir
 
     raw = bundle_bytes(export(LocalBackend.open(reference_data), SESSIONS[0]))
     backend = LocalBackend.open(data_dir)
-    result = import_bundle(backend, raw).unwrap()
+    result = import_bundle(backend, raw, mint_session_id=fresh_session_id).unwrap()
     run = result.runs[0]
     count = backend.sessions.read(result.session_id, lambda log: log.count).unwrap()
     plan = advance_plan(
@@ -206,7 +207,7 @@ def test_failed_import_writes_nothing(reference_data: Path) -> None:
     position = raw.index(b'"eventIndex":7')
     raw[position + len(b'"eventIndex":')] = ord("8")
     before = tree_fingerprint(reference_data)
-    result = import_bundle(LocalBackend.open(reference_data), bytes(raw))
+    result = import_bundle(LocalBackend.open(reference_data), bytes(raw), mint_session_id=fresh_session_id)
     assert isinstance(result, Failure)
     assert result.failure().code.startswith("BUNDLE_")
     assert tree_fingerprint(reference_data) == before

@@ -15,6 +15,7 @@ from returns.result import Failure
 
 from tests.bundle.helpers import PROBE, edited, encode, export_doc, reseal, tree_fingerprint
 from tests.conftest import REFERENCE
+from tests.store.plans import fresh_session_id
 from workrail.bundle.errors import BUNDLE_CODES
 from workrail.bundle.import_ import import_bundle
 from workrail.bundle.integrity import compute_entries
@@ -391,7 +392,7 @@ def test_crafted_bundle_is_rejected_with_its_code_and_path(
     reference_data = shared_data
     raw = case.craft(good)
     before = tree_fingerprint(reference_data)
-    result = import_bundle(LocalBackend.open(reference_data), raw)
+    result = import_bundle(LocalBackend.open(reference_data), raw, mint_session_id=fresh_session_id)
     assert isinstance(result, Failure), case.name
     error = result.failure()
     assert (error.code, case.name) == (case.code, case.name), error.message
@@ -409,7 +410,7 @@ def test_too_large_is_refused_before_parsing(good: dict[str, Any], shared_data: 
     reference_data = shared_data
     raw = encode(good)
     before = tree_fingerprint(reference_data)
-    result = import_bundle(LocalBackend.open(reference_data), raw, max_bytes=len(raw) - 1)
+    result = import_bundle(LocalBackend.open(reference_data), raw, max_bytes=len(raw) - 1, mint_session_id=fresh_session_id)
     assert isinstance(result, Failure)
     assert result.failure().code == "BUNDLE_TOO_LARGE"
     assert result.failure().details == {"limit": len(raw) - 1, "size": len(raw)}

@@ -26,12 +26,13 @@ def test_a_stored_record_with_an_over_long_path_keeps_its_archive_state() -> Non
 
 
 def test_records_of_the_wrong_shape_are_still_refused() -> None:
-    for raw in (
+    bad: tuple[object, ...] = (
         None,
         [],
         {"v": 2, "archived": True},
         {"v": 1, "archived": "yes"},
         {"v": 1, "archived": True, "archivedAt": 5},
         {"v": 1, "archived": False, "workspacePath": 7},
-    ):
+    )
+    for raw in bad:
         assert SessionLifecycle.from_json(raw) is None, raw

@@ -3,13 +3,17 @@ continues with freshly minted tokens to the same next step as the original."""
 
 from __future__ import annotations
 
+import dataclasses
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from tests.engine.conftest import make_engine
 from tests.engine.helpers import ok
+from tests.store.plans import fresh_session_id
 from workrail.bundle.export import bundle_bytes, export_session, new_bundle_id, utc_now
 from workrail.bundle.import_ import ImportResult, import_bundle
+from workrail.core.ids import make_id
 from workrail.engine.api import Engine
 from workrail.engine.imported import preferred_run, tokens_for_import
 
@@ -26,7 +30,7 @@ def _mid_run(engine: Engine) -> tuple[str, dict[str, Any], bytes]:
 
 
 def _import(engine: Engine, raw: bytes) -> ImportResult:
-    result: ImportResult = import_bundle(engine.deps, raw).unwrap()
+    result: ImportResult = import_bundle(engine.deps, raw, mint_session_id=fresh_session_id).unwrap()
     return result
 
 
@@ -100,3 +104,22 @@ def test_completed_run_gets_a_state_token_but_no_ack(data_dir: Path, tmp_path: P
     assert run["isComplete"] is True and run["pending"] is None
     assert "ackToken" not in run and run["nextIntent"] == "complete"
     assert preferred_run(tokens) is run
+
+
+def test_export_and_import_take_ids_and_time_from_the_engine(data_dir: Path) -> None:
+    """The bundle id, its exportedAt and a renamed session's id come from the engine's own
+    entropy and clock, never from the OS behind its back."""
+    engine = make_engine(data_dir)
+    sid, _, _ = _mid_run(engine)
+    fixed = dataclasses.replace(
+        engine.deps,
+        entropy=lambda n: b"\x07" * n,
+        clock=lambda: datetime(2026, 3, 4, 5, 6, 7, 890_123, tzinfo=UTC),
+    )
+    pinned = Engine(fixed)
+    exported = pinned.export_session(sid, app_version="test").unwrap()
+    assert exported.bundle.bundleId == "bundle_" + make_id("sess", b"\x07" * 16)[5:]
+    assert exported.bundle.exportedAt == "2026-03-04T05:06:07.890Z"
+    imported = pinned.import_session(exported.data).unwrap()  # the id is taken here
+    assert imported.result.renamed is True
+    assert imported.result.session_id == make_id("sess", b"\x07" * 16)

@@ -20,7 +20,7 @@ import pytest
 from returns.result import Failure, Result, Success
 
 from tests.conftest import REFERENCE
-from tests.store.plans import Chain, advance_plan, new_id
+from tests.store.plans import Chain, advance_plan, fresh_session_id, new_id
 from workrail.core.events import DomainEvent
 from workrail.store.errors import StoreError
 from workrail.store.ports import (
@@ -687,7 +687,7 @@ def _play(backend: Any, sequence: list[tuple[str, int, str]]) -> None:
                 app_version="test",
             )
             if isinstance(exported, Success):
-                imported = import_bundle(backend, bundle_bytes(exported.unwrap())).unwrap()
+                imported = import_bundle(backend, bundle_bytes(exported.unwrap()), mint_session_id=fresh_session_id).unwrap()
                 runs = tokens_for_import(engine, imported)["runs"]
                 first = runs[0] if runs and "error" not in runs[0] else {}
                 live.append({"sid": imported.session_id, "first": first, "last": first})

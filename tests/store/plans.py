@@ -18,6 +18,11 @@ def new_id(prefix: str) -> str:
     return make_id(prefix, os.urandom(16))  # type: ignore[arg-type]
 
 
+def fresh_session_id() -> str:
+    """A random session id, for imports that must rename a bundle's session."""
+    return new_id("sess")
+
+
 def _event(
     sess: str,
     index: int,

@@ -29,15 +29,26 @@ from workrail.store.errors import StoreError
 from workrail.store.ports import PinnedWorkflowStore, SnapshotStore
 
 
+def bundle_id_of(entropy: bytes) -> str:
+    """`bundle_<26 base32>` from 16 random bytes: caller-chosen per spec; random so two
+    exports never clash. Pure: the caller brings the randomness."""
+    return "bundle_" + b32_encode16(entropy)
+
+
+def exported_at_of(now: datetime) -> str:
+    """`exportedAt` in the reference's form: `2026-11-29T13:12:41.488Z`."""
+    now = now.astimezone(UTC)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
 def new_bundle_id() -> str:
-    """`bundle_<26 base32>`: caller-chosen per spec; random so two exports never clash."""
-    return "bundle_" + b32_encode16(os.urandom(16))
+    """A bundle id from the OS's randomness, for the shell (the engine uses its own)."""
+    return bundle_id_of(os.urandom(16))
 
 
 def utc_now() -> str:
-    """`exportedAt` in the reference's form: `2026-11-29T13:12:41.488Z`."""
-    now = datetime.now(UTC)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+    """`exportedAt` now, by this host's clock, for the shell (the engine uses its own)."""
+    return exported_at_of(datetime.now(UTC))
 
 
 def bundle_bytes(bundle: Bundle) -> bytes:

@@ -12,7 +12,6 @@ and pin `createdByEventId` references intact.
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +30,7 @@ from workrail.bundle.validate import (
     validate_bytes,
 )
 from workrail.core.canonical import canonical_bytes
-from workrail.core.ids import is_session_id, make_id
+from workrail.core.ids import is_session_id
 from workrail.store.errors import StoreError
 from workrail.store.ports import (
     AppendPlan,
@@ -43,10 +42,6 @@ from workrail.store.ports import (
 )
 
 MINT_ATTEMPTS: Final = 3
-
-
-def new_session_id() -> str:
-    return make_id("sess", os.urandom(16))
 
 
 @dataclass(frozen=True)
@@ -136,7 +131,7 @@ def import_bundle(
     backend: BundleBackend,
     raw: bytes,
     *,
-    mint_session_id: Callable[[], str] = new_session_id,
+    mint_session_id: Callable[[], str],
     max_bytes: int = MAX_BUNDLE_BYTES,
 ) -> Result[ImportResult, BundleError]:
     """Validate `raw` completely, then store it as a new session (see the module doc)."""
@@ -150,9 +145,10 @@ def import_validated(
     backend: BundleBackend,
     validated: ValidatedBundle,
     *,
-    mint_session_id: Callable[[], str] = new_session_id,
+    mint_session_id: Callable[[], str],
 ) -> Result[ImportResult, BundleError]:
-    """Store an already validated bundle."""
+    """Store an already validated bundle. `mint_session_id` is the caller's (the engine's
+    randomness): it names the session when the bundle's own id is taken here."""
     original = validated.bundle.session.sessionId
     taken: set[str] = set()
     target = validated

@@ -121,11 +121,15 @@ def run_import(cli: Cli, stdin: Any = None) -> int:
     validated = validate_bytes(raw.unwrap())  # before the store is touched at all
     if isinstance(validated, Failure):
         return cli.fail(to_envelope(validated.failure()))
-    result = import_validated(cli.backend(), validated.unwrap())
+    engine = cli.engine()
+    mint = engine.deps.mint
+    result = import_validated(
+        cli.backend(), validated.unwrap(), mint_session_id=lambda: mint("sess")
+    )
     if isinstance(result, Failure):
         return cli.fail(to_envelope(result.failure()))
     imported = result.unwrap()
-    tokens: dict[str, Any] | None = tokens_for_import(cli.engine(), imported)
+    tokens: dict[str, Any] | None = tokens_for_import(engine, imported)
     if cli.as_json:
         payload: dict[str, Any] = {"ok": True, **imported.to_json()}
         if tokens is not None:

@@ -13,7 +13,7 @@ from typing import Any
 from returns.result import Failure, Result, Success
 
 from workrail.bundle.errors import BundleError
-from workrail.bundle.export import bundle_bytes, export_session, new_bundle_id, utc_now
+from workrail.bundle.export import bundle_bytes, bundle_id_of, export_session, exported_at_of
 from workrail.bundle.import_ import ImportResult, import_validated
 from workrail.bundle.models import Bundle
 from workrail.bundle.validate import validate_bytes
@@ -68,8 +68,8 @@ def export(
     exported = export_session(
         deps,
         session_id,
-        bundle_id=new_bundle_id(),
-        exported_at=utc_now(),
+        bundle_id=bundle_id_of(deps.entropy(16)),
+        exported_at=exported_at_of(deps.clock()),
         app_version=app_version,
     )
     if isinstance(exported, Failure):
@@ -90,7 +90,8 @@ def import_bytes(engine: Engine, raw: bytes) -> Result[Imported, BundleError]:
     validated = validate_bytes(raw)
     if isinstance(validated, Failure):
         return Failure(validated.failure())
-    stored = import_validated(engine.deps, validated.unwrap())
+    deps = engine.deps
+    stored = import_validated(deps, validated.unwrap(), mint_session_id=lambda: deps.mint("sess"))
     if isinstance(stored, Failure):
         return Failure(stored.failure())
     result = stored.unwrap()

@@ -5,6 +5,9 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from workrail.app import DiscoveredCatalog
 from workrail.workflow.sources import DiscoveryConfig
@@ -50,3 +53,44 @@ def test_catalog_is_reused_until_a_file_changes(tmp_path: Path) -> None:
 
     (custom / "b.json").unlink()
     assert catalog.get("beta") is None
+
+
+def test_a_store_opened_by_location_honours_allow_insecure_keys(tmp_path: Path) -> None:
+    """`workrail migrate` opens both stores by location: the configuration's
+    allow_insecure_keys applies there as it does to the configured store."""
+    from workrail.app import open_backend_at
+    from workrail.store.local.keyring import keyring_path, load_or_create_keyring
+
+    data = tmp_path / "data"
+    made = load_or_create_keyring(data)
+    keyring_path(data).chmod(0o644)
+    refused = open_backend_at(data).unwrap().keyring.load()
+    assert refused.failure().code == "KEYRING_INSECURE"
+    allowed = open_backend_at(data, allow_insecure_keys=True).unwrap().keyring.load()
+    assert allowed.unwrap() == made
+
+
+def test_the_console_shares_the_engines_workflow_catalog(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One catalog, so the console's pages and the engine's use cases never disagree on
+    which workflows exist, and sources are discovered once."""
+    import workrail.console.web
+    from tests.console.conftest import console_config
+    from workrail.app import build_console, open_backend
+    from workrail.console.deps import ConsoleDeps
+    from workrail.console.security import Guard
+
+    seen: list[ConsoleDeps] = []
+    real = workrail.console.web.build_console
+
+    def capture(deps: ConsoleDeps) -> Any:
+        seen.append(deps)
+        return real(deps)
+
+    monkeypatch.setattr(workrail.console.web, "build_console", capture)
+    config = console_config(tmp_path / "data")
+    backend = open_backend(config).unwrap()
+    build_console(config, backend, Guard.for_bind("127.0.0.1"), "test").unwrap()
+    (deps,) = seen
+    assert getattr(deps.catalog, "__self__", None) is deps.engine.deps.catalog

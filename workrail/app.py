@@ -147,9 +147,13 @@ def open_backend(config: WorkrailConfig) -> Result[Backend, StartupError]:
     return open_backend_at(config.store_url)
 
 
-def open_backend_at(location: str | Path) -> Result[Backend, StartupError]:
+def open_backend_at(
+    location: str | Path, *, allow_insecure_keys: bool = False
+) -> Result[Backend, StartupError]:
     """The backend at a postgresql:// URL, or the files backend over a data directory
-    (for commands that use two stores at once, like `workrail migrate`)."""
+    (for commands that use two stores at once, like `workrail migrate`). A data
+    directory's keyring is checked as `open_backend` checks it: `allow_insecure_keys`
+    (the configuration's) turns a keyring others can read into a logged warning."""
     if isinstance(location, str) and location.startswith(POSTGRES_SCHEMES):
         opened = open_postgres_backend(location)
         if isinstance(opened, Failure):
@@ -157,11 +161,18 @@ def open_backend_at(location: str | Path) -> Result[Backend, StartupError]:
             return Failure(StartupError(problem.code, problem.message))
         backend: Backend = opened.unwrap()
         return Success(backend)
-    return Success(LocalBackend.open(Path(location).expanduser().absolute()))
+    directory = Path(location).expanduser().absolute()
+    return Success(LocalBackend.open(directory, allow_insecure_keys=allow_insecure_keys))
 
 
 def build_engine(config: WorkrailConfig, backend: Backend) -> Result[Engine, StartupError]:
     """The engine over `backend`, signing with the backend's keyring."""
+    return _engine_with(config, backend, DiscoveredCatalog(config.discovery))
+
+
+def _engine_with(
+    config: WorkrailConfig, backend: Backend, catalog: DiscoveredCatalog
+) -> Result[Engine, StartupError]:
     keyring = backend.keyring.load()
     if isinstance(keyring, Failure):
         error = keyring.failure()
@@ -169,7 +180,7 @@ def build_engine(config: WorkrailConfig, backend: Backend) -> Result[Engine, Sta
         return Failure(StartupError(code, f"Cannot load the token keyring: {error.message}"))
     deps = EngineDeps.over(
         backend,
-        DiscoveredCatalog(config.discovery),
+        catalog,
         KeyringCodec(backend.keyring, keyring.unwrap()),
         probe=GitWorkspaceProbe(config.discovery.cwd),
     )
@@ -207,10 +218,10 @@ def build_console(
     from workrail.console.deps import ConsoleDeps
     from workrail.console.web import build_console as build_app
 
-    built = build_engine(config, backend)
+    catalog = DiscoveredCatalog(config.discovery)  # one, shared with the engine
+    built = _engine_with(config, backend, catalog)
     if isinstance(built, Failure):
         return Failure(built.failure())
-    catalog = DiscoveredCatalog(config.discovery)
     return Success(
         build_app(ConsoleDeps(backend, built.unwrap(), catalog.catalog, guard, app_version))
     )

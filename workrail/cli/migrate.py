@@ -75,9 +75,10 @@ def run_migrate(cli: Cli) -> int:
     args = cli.args
     if args.source == args.target:
         return cli.input_error("--from and --to name the same store.", "Name two different stores.")
-    source = _open(args.source)
+    insecure = cli.config.allow_insecure_keys
+    source = _open(args.source, insecure)
     try:
-        target = _open(args.target)
+        target = _open(args.target, insecure)
     except CliExit:
         source.close()
         raise
@@ -88,8 +89,8 @@ def run_migrate(cli: Cli) -> int:
         target.close()
 
 
-def _open(location: str) -> Backend:
-    opened = open_backend_at(location)
+def _open(location: str, allow_insecure_keys: bool) -> Backend:
+    opened = open_backend_at(location, allow_insecure_keys=allow_insecure_keys)
     if isinstance(opened, Failure):
         problem = opened.failure()
         hint = "Check both --from and --to, then run it again."

@@ -41,3 +41,19 @@ def test_absent_and_malformed_refs(pg_backend: object) -> None:
     assert isinstance(bad, Failure) and bad.failure().code == "INVALID_REFERENCE"
     unstorable = snapshots.put({"x": float("nan")})
     assert isinstance(unstorable, Failure)
+
+
+def test_the_decoded_cache_is_bounded_by_bytes_newest_kept(open_backend: OpenBackend) -> None:
+    """As on files: past the byte bound the oldest objects go, never the newest, and what
+    fell out is read back verified (the cache was once emptied whole at 4,096 objects
+    whatever their size)."""
+    from workrail.store.content_cache import CACHE_BYTES
+
+    store = open_backend().snapshots
+    big = "x" * (CACHE_BYTES // 8)
+    refs = [store.put({"n": n, "pad": big}).unwrap() for n in range(12)]
+    cache = store._cache
+    assert cache.held_bytes <= CACHE_BYTES
+    kept = [ref for ref in refs if ref in cache]
+    assert kept == refs[-len(kept) :] and len(kept) >= 6
+    assert store.get(refs[0]).unwrap() == {"n": 0, "pad": big}

@@ -5,13 +5,10 @@ non-regular file under a content name is refused on read and replaced on write."
 
 from __future__ import annotations
 
-import json
 import os
-import threading
-from collections import OrderedDict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from returns.result import Failure, Result, Success
 
@@ -22,33 +19,25 @@ from workrail.core.canonical import (
     is_digest,
     sha256_digest,
 )
+from workrail.core.content import decode_content
+from workrail.store.content_cache import CACHE_BYTES, ContentCache
 from workrail.store.errors import StoreError, StoreErrorCode, io_error
 from workrail.store.fsio import UnsafePath, atomic_write, read_regular
 from workrail.store.local.layout import Layout, UnsafeReference
 from workrail.store.ports import LIST_PAGE_MAX, StoredRef
 
-CACHE_BYTES: Final = 4 * 2**20
-"""The canonical bytes of the objects one store keeps decoded in memory, at most."""
-CACHE_ENTRIES: Final = 1024
-"""And at most this many objects (a small object costs more decoded than its bytes say)."""
-
 
 class _ContentStore:
     """Shared write-once/verify-on-read logic; subclasses say where files go.
 
-    Recently stored or read objects are kept decoded, newest last, within `CACHE_BYTES`
-    of their canonical size: a snapshot at step n of a run is O(n) bytes, so a bound by
-    count alone let one long session keep O(n²) bytes alive.
+    Recently stored or read objects are kept decoded (`ContentCache`, bounded by bytes).
     """
 
     _error_code: StoreErrorCode = "SNAPSHOT_STORE_CORRUPTION"
 
     def __init__(self, layout: Layout, cache_bytes: int = CACHE_BYTES) -> None:
         self._layout = layout
-        self._cache: OrderedDict[str, tuple[dict[str, Any], int]] = OrderedDict()
-        self._cached_bytes = 0
-        self._cache_limit = cache_bytes
-        self._mutex = threading.Lock()
+        self._cache = ContentCache(cache_bytes)
 
     def _path(self, ref: str) -> Path:
         raise NotImplementedError
@@ -68,32 +57,32 @@ class _ContentStore:
             return Failure(StoreError(self._error_code, f"not storable as canonical JSON: {exc}"))
         ref = sha256_digest(data)
         path = self._path(ref)
-        if self._cached(ref) is not None:
+        if ref in self._cache:
             try:
                 os.utime(path, follow_symlinks=False)
                 return Success(ref)
             except FileNotFoundError:
-                self._forget(ref)
+                self._cache.forget(ref)
             except OSError as exc:
                 return Failure(io_error(exc, "SESSION_STORE_IO_ERROR", f"cannot refresh {path.name}"))
         try:
             try:
                 if read_regular(path) == data:
                     os.utime(path, follow_symlinks=False)
-                    self._remember(ref, value, len(data))
+                    self._cache.put(ref, value, len(data))
                     return Success(ref)
             except (FileNotFoundError, UnsafePath):
                 pass  # absent, or not a plain file: published afresh (rename replaces a link)
             atomic_write(path, data, root=self._layout.root)
         except OSError as exc:
             return Failure(io_error(exc, "SESSION_STORE_IO_ERROR", f"cannot write {path.name}"))
-        self._remember(ref, value, len(data))
+        self._cache.put(ref, value, len(data))
         return Success(ref)
 
     def get(self, ref: str) -> Result[dict[str, Any] | None, StoreError]:
         """The stored object, None when absent, or an error when the file is not what its
         name promises (bad JSON, not an object, or bytes that hash to another ref)."""
-        cached = self._cached(ref)
+        cached = self._cache.get(ref)
         if cached is not None:
             return Success(cached)
         try:
@@ -108,43 +97,12 @@ class _ContentStore:
             return Failure(StoreError(self._error_code, f"{path.name}: {exc.what}, not a file"))
         except OSError as exc:
             return Failure(io_error(exc, self._error_code, f"cannot read {path.name}"))
-        if sha256_digest(data) != ref:
-            return Failure(StoreError(self._error_code, f"{path.name}: content does not match"))
-        try:
-            value = json.loads(data)
-        except ValueError as exc:
-            return Failure(StoreError(self._error_code, f"{path.name}: invalid JSON: {exc}"))
-        if not isinstance(value, dict):
-            return Failure(StoreError(self._error_code, f"{path.name}: not a JSON object"))
-        self._remember(ref, value, len(data))
+        decoded = decode_content(ref, data)
+        if isinstance(decoded, Failure):
+            return Failure(StoreError(self._error_code, f"{path.name}: {decoded.failure()}"))
+        value = decoded.unwrap()
+        self._cache.put(ref, value, len(data))
         return Success(value)
-
-    def _cached(self, ref: str) -> dict[str, Any] | None:
-        with self._mutex:
-            item = self._cache.get(ref)
-            if item is None:
-                return None
-            self._cache.move_to_end(ref)
-            return item[0]
-
-    def _remember(self, ref: str, value: dict[str, Any], size: int) -> None:
-        with self._mutex:
-            old = self._cache.pop(ref, None)
-            if old is not None:
-                self._cached_bytes -= old[1]
-            self._cache[ref] = (value, size)
-            self._cached_bytes += size
-            while len(self._cache) > 1 and (
-                self._cached_bytes > self._cache_limit or len(self._cache) > CACHE_ENTRIES
-            ):
-                _, (_, dropped) = self._cache.popitem(last=False)
-                self._cached_bytes -= dropped
-
-    def _forget(self, ref: str) -> None:
-        with self._mutex:
-            old = self._cache.pop(ref, None)
-            if old is not None:
-                self._cached_bytes -= old[1]
 
     def list_refs(
         self, *, after: str | None = None, limit: int = LIST_PAGE_MAX
@@ -182,7 +140,7 @@ class _ContentStore:
             path = self._path(ref)
         except UnsafeReference as exc:
             return Failure(StoreError("INVALID_REFERENCE", str(exc)))
-        self._forget(ref)
+        self._cache.forget(ref)
         try:
             path.unlink()
         except FileNotFoundError:

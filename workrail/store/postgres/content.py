@@ -9,19 +9,17 @@ damaged CAS file is replaced on files.
 
 from __future__ import annotations
 
-import json
-import threading
 from datetime import UTC
-from typing import Any, Final
+from typing import Any
 
 from returns.result import Failure, Result, Success
 
 from workrail.core.canonical import CanonicalJsonError, canonical_bytes, is_digest, sha256_digest
+from workrail.core.content import decode_content
+from workrail.store.content_cache import ContentCache
 from workrail.store.errors import StoreError, StoreErrorCode
 from workrail.store.ports import LIST_PAGE_MAX, StoredRef
 from workrail.store.postgres.connection import Connection, Database
-
-CACHED_OBJECTS: Final = 4096
 
 
 class _ContentTable:
@@ -32,8 +30,7 @@ class _ContentTable:
 
     def __init__(self, db: Database) -> None:
         self._db = db
-        self._cache: dict[str, dict[str, Any]] = {}
-        self._mutex = threading.Lock()
+        self._cache = ContentCache()  # bounded by bytes, as on files
 
     def put(self, value: dict[str, Any]) -> Result[str, StoreError]:
         """Store `value` under sha256(JCS(value)) and return that ref."""
@@ -73,7 +70,7 @@ class _ContentTable:
         stored = self._db.run(insert)
         if isinstance(stored, Failure):
             return stored
-        self._remember(ref, value)
+        self._cache.put(ref, value, len(data))
         return Success(ref)
 
     def get(self, ref: str) -> Result[dict[str, Any] | None, StoreError]:
@@ -95,24 +92,16 @@ class _ContentTable:
         if isinstance(loaded, Failure):
             return loaded
         data = loaded.unwrap()
-        if data is None:
-            return Success(None)
-        if sha256_digest(data) != ref:
-            return Failure(StoreError(self._error_code, f"{ref}: content does not match"))
-        try:
-            value = json.loads(data)
-        except ValueError as exc:
-            return Failure(StoreError(self._error_code, f"{ref}: invalid JSON: {exc}"))
-        if not isinstance(value, dict):
-            return Failure(StoreError(self._error_code, f"{ref}: not a JSON object"))
-        self._remember(ref, value)
-        return Success(value)
+        return Success(None) if data is None else self._decoded(ref, data)
 
-    def _remember(self, ref: str, value: dict[str, Any]) -> None:
-        with self._mutex:
-            if len(self._cache) >= CACHED_OBJECTS:
-                self._cache.clear()
-            self._cache[ref] = value
+    def _decoded(self, ref: str, data: bytes) -> Result[dict[str, Any] | None, StoreError]:
+        """The row's object once its bytes are what `ref` promises (then kept decoded)."""
+        decoded = decode_content(ref, data)
+        if isinstance(decoded, Failure):
+            return Failure(StoreError(self._error_code, f"{ref}: {decoded.failure()}"))
+        value = decoded.unwrap()
+        self._cache.put(ref, value, len(data))
+        return Success(value)
 
     def list_refs(
         self, *, after: str | None = None, limit: int = LIST_PAGE_MAX
@@ -132,8 +121,7 @@ class _ContentTable:
     def delete(self, ref: str) -> Result[bool, StoreError]:
         if not is_digest(ref):
             return Failure(StoreError("INVALID_REFERENCE", f"not a {self._what}: {ref[:80]!r}"))
-        with self._mutex:
-            self._cache.pop(ref, None)
+        self._cache.forget(ref)
         return self._db.run(
             lambda conn: (
                 conn.execute(
@@ -153,16 +141,7 @@ class _ContentTable:
         ).fetchone()
         if row is None:
             return Success(None)
-        data = bytes(row[0])
-        if sha256_digest(data) != ref:
-            return Failure(StoreError(self._error_code, f"{ref}: content does not match"))
-        try:
-            value = json.loads(data)
-        except ValueError as exc:
-            return Failure(StoreError(self._error_code, f"{ref}: invalid JSON: {exc}"))
-        if not isinstance(value, dict):
-            return Failure(StoreError(self._error_code, f"{ref}: not a JSON object"))
-        return Success(value)
+        return self._decoded(ref, bytes(row[0]))
 
 
 class PostgresSnapshotStore(_ContentTable):

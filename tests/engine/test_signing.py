@@ -3,6 +3,7 @@ without a restart, and bad signatures cannot make it hammer the store."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from returns.result import Failure, Result
@@ -103,3 +104,46 @@ def test_a_store_that_cannot_be_read_keeps_the_current_keys(data_dir: Path) -> N
     clock.now += 60
     assert _mint(codec) == token
     assert codec.parse_state(token).unwrap().session_id == SESS
+
+
+class StaleTogetherClock(Clock):
+    """Once armed, a thread's second read of the clock (made under the codec's mutex, by
+    whichever thread got there first) waits until every thread has made its first (the
+    staleness check, outside the mutex): so all of them find the keys stale at once."""
+
+    def __init__(self, threads: int) -> None:
+        super().__init__()
+        self.threads = threads
+        self.reads: dict[int, int] = {}
+        self.first_reads = 0
+        self.all_checked = threading.Event()
+        self.mutex = threading.Lock()
+        self.armed = False
+
+    def __call__(self) -> float:
+        if self.armed:
+            me = threading.get_ident()
+            with self.mutex:
+                self.reads[me] = self.reads.get(me, 0) + 1
+                nth = self.reads[me]
+                if nth == 1:
+                    self.first_reads += 1
+                    if self.first_reads == self.threads:
+                        self.all_checked.set()
+            if nth == 2:
+                assert self.all_checked.wait(timeout=30)
+        return self.now
+
+
+def test_threads_finding_the_keys_stale_at_once_load_them_once(data_dir: Path) -> None:
+    clock = StaleTogetherClock(8)
+    codec, store = _codec(data_dir, clock)
+    loads = store.loads
+    clock.now += 31
+    clock.armed = True
+    threads = [threading.Thread(target=_mint, args=(codec,)) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    assert store.loads - loads == 1

@@ -76,10 +76,14 @@ class KeyringCodec:
         self._loaded_at = clock()
         self._rechecked_at = float("-inf")
 
-    def _reload(self) -> bool:
+    def _reload(self, *, only_if_stale: bool = False) -> bool:
         """Load the store's keyring; True when it differs from the one in use. A store
-        that cannot be read leaves the current keys in place."""
+        that cannot be read leaves the current keys in place. With `only_if_stale` the
+        age is checked again under the mutex, so of the threads that found the keys stale
+        at once only the first loads them."""
         with self._mutex:
+            if only_if_stale and self._clock() - self._loaded_at < self._refresh:
+                return False
             self._loaded_at = self._clock()
             loaded = self._store.load()
             if isinstance(loaded, Failure):
@@ -93,7 +97,7 @@ class KeyringCodec:
 
     def _signing(self) -> TokenCodec:
         if self._clock() - self._loaded_at >= self._refresh:
-            self._reload()
+            self._reload(only_if_stale=True)
         return self._codec
 
     def _verify(

@@ -468,3 +468,65 @@ def test_a_log_damaged_under_the_writer_is_an_error_value_not_an_exception(
     assert seen == [3]
     assert result.failure().code == "SESSION_NOT_HEALTHY"
     assert result.failure().health is not None
+
+
+def test_the_lock_registry_keeps_only_a_bounded_number_of_idle_locks(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from workrail.store.local.lock import SessionLockRegistry
+
+    IDLE_KEPT = 8
+    monkeypatch.setattr("workrail.store.local.lock.IDLE_KEPT", IDLE_KEPT)
+    store = _fresh(data_dir)
+    for _ in range(IDLE_KEPT + 12):
+        chain = Chain()
+        append(store, chain.sess, chain.start())
+        assert store.health(chain.sess).unwrap().kind == "healthy"
+    writers, states = SessionLockRegistry.shared().kept
+    assert writers <= IDLE_KEPT and states <= IDLE_KEPT
+
+
+def test_evicting_idle_locks_never_lets_two_writers_in(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With room for a single idle lock, locks come and go all the time; still at most
+    one thread at a time holds a session's writer, and every one gets its turn."""
+    import threading
+
+    from workrail.store.local.lock import SessionLockRegistry
+
+    monkeypatch.setattr("workrail.store.local.lock.IDLE_KEPT", 1)
+    registry = SessionLockRegistry()
+    dirs = [data_dir / "sessions" / Chain().sess for _ in range(3)]
+    inside = {d: 0 for d in dirs}
+    wrote = {d: 0 for d in dirs}
+    overlaps: list[Path] = []
+    mutex = threading.Lock()
+    barrier = threading.Barrier(6)
+
+    def work(n: int) -> None:
+        barrier.wait()
+        for i in range(200):
+            d = dirs[(n + i) % len(dirs)]
+            with registry.writer(d) as lock:
+                if lock.acquire() is not None:
+                    continue  # busy: another thread holds it, as it should
+                try:
+                    with mutex:
+                        inside[d] += 1
+                        if inside[d] > 1:
+                            overlaps.append(d)
+                    with mutex:
+                        inside[d] -= 1
+                        wrote[d] += 1
+                finally:
+                    lock.release()
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert overlaps == []
+    assert all(count > 0 for count in wrote.values())
+    assert registry.kept[0] <= 1

@@ -20,7 +20,12 @@ from workrail.core.budgets import (
     truncate_notes,
     utf8_len,
 )
-from workrail.core.canonical import CanonicalJsonError, canonical_bytes, canonical_digest
+from workrail.core.canonical import (
+    CanonicalJsonError,
+    canonical_bytes,
+    canonical_digest,
+    sha256_digest,
+)
 from workrail.core.events import AdvanceRecorded
 from workrail.core.snapshot import BlockedState, ExecutionSnapshot, RetryableBlock
 from workrail.engine.context import (
@@ -321,15 +326,17 @@ def _plan(
             )
         artifacts = []
         for i, content in enumerate(output.artifacts):
+            encoded = canonical_bytes(content)  # once: its digest and length both come from it
+            digest = sha256_digest(encoded)
             artifacts.append(
                 (
-                    canonical_digest(content),
+                    digest,
                     f"out_artifact_{attempt}_{i}",
                     {
                         "payloadKind": "artifact_ref",
-                        "sha256": canonical_digest(content),
+                        "sha256": digest,
                         "contentType": "application/json",
-                        "byteLength": len(canonical_bytes(content)),
+                        "byteLength": len(encoded),
                         "content": content,
                     },
                 )

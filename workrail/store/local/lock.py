@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Generic, TypeVar
 
 from filelock import FileLock, Timeout
 
@@ -114,20 +115,66 @@ class WriterLock:
             Spares.shared().flush()  # the write is done: make the next one's files now
 
 
+IDLE_KEPT = 256
+"""Locks of sessions no thread is using that the registry keeps for reuse (building a
+`FileLock` costs more than the flock itself); beyond that the least recently used go, so a
+long-running server does not keep two locks for every session it ever wrote."""
+
+L = TypeVar("L")
+
+
+class _InUse(Generic[L]):
+    """One lock object per key while any thread uses it (so two threads never hold
+    different locks for the same session), idle ones kept up to `IDLE_KEPT`."""
+
+    def __init__(self, make: Callable[[str], L]) -> None:
+        self._make = make
+        self._mutex = threading.Lock()
+        self._locks: dict[str, tuple[L, int]] = {}
+        self._idle: OrderedDict[str, None] = OrderedDict()
+
+    @contextmanager
+    def using(self, key: str) -> Iterator[L]:
+        with self._mutex:
+            entry = self._locks.get(key)
+            lock, users = (self._make(key), 0) if entry is None else entry
+            self._locks[key] = (lock, users + 1)
+            self._idle.pop(key, None)
+        try:
+            yield lock
+        finally:
+            with self._mutex:
+                lock, users = self._locks[key]
+                if users > 1:
+                    self._locks[key] = (lock, users - 1)
+                else:
+                    self._locks[key] = (lock, 0)
+                    self._idle[key] = None
+                    while len(self._idle) > IDLE_KEPT:
+                        oldest, _ = self._idle.popitem(last=False)
+                        del self._locks[oldest]
+
+    def __len__(self) -> int:
+        with self._mutex:
+            return len(self._locks)
+
+
 class SessionLockRegistry:
     """Process-wide locks per session directory: a writer lock and a state mutex.
 
     The state mutex is held briefly around cache updates and reads of the cached index so
-    that threads never see it mid-update; writers hold it only while appending.
+    that threads never see it mid-update; writers hold it only while appending. Both are
+    kept while in use and for a while after (see `IDLE_KEPT`).
     """
 
     _instance: ClassVar[SessionLockRegistry | None] = None
     _instance_guard: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self) -> None:
-        self._mutex = threading.Lock()
-        self._writers: dict[str, WriterLock] = {}
-        self._states: dict[str, threading.RLock] = {}
+        self._writers: _InUse[WriterLock] = _InUse(
+            lambda key: WriterLock(Path(key), threading.Lock())
+        )
+        self._states: _InUse[threading.RLock] = _InUse(lambda _key: threading.RLock())
 
     @classmethod
     def shared(cls) -> SessionLockRegistry:
@@ -136,22 +183,18 @@ class SessionLockRegistry:
                 cls._instance = cls()
             return cls._instance
 
-    def writer(self, session_dir: Path) -> WriterLock:
-        key = str(session_dir)
-        with self._mutex:
-            lock = self._writers.get(key)
-            if lock is None:
-                lock = WriterLock(session_dir, threading.Lock())
-                self._writers[key] = lock
-            return lock
+    @contextmanager
+    def writer(self, session_dir: Path) -> Iterator[WriterLock]:
+        """The session's writer lock, the same object for every thread using it now."""
+        with self._writers.using(str(session_dir)) as lock:
+            yield lock
 
     @contextmanager
     def state(self, session_dir: Path) -> Iterator[None]:
-        key = str(session_dir)
-        with self._mutex:
-            mutex = self._states.get(key)
-            if mutex is None:
-                mutex = threading.RLock()
-                self._states[key] = mutex
-        with mutex:
+        with self._states.using(str(session_dir)) as mutex, mutex:
             yield
+
+    @property
+    def kept(self) -> tuple[int, int]:
+        """How many writer locks and state mutexes the registry holds now."""
+        return len(self._writers), len(self._states)

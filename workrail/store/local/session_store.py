@@ -509,15 +509,15 @@ class LocalSessionStore:
 
     @contextmanager
     def _writer(self, session_dir: Path) -> Iterator[WriterLock | StoreError]:
-        lock = self._locks.writer(session_dir)
-        acquired = lock.acquire()
-        if isinstance(acquired, StoreError):
-            yield acquired
-            return
-        try:
-            yield lock
-        finally:
-            lock.release()
+        with self._locks.writer(session_dir) as lock:
+            acquired = lock.acquire()
+            if isinstance(acquired, StoreError):
+                yield acquired
+                return
+            try:
+                yield lock
+            finally:
+                lock.release()
 
     def _cut_torn_tail(self, session_id: str, session_dir: Path, entry: _Entry) -> None:
         """Cut off an interrupted, unacknowledged manifest write (we hold the lock)."""

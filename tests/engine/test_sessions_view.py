@@ -8,11 +8,7 @@ from pathlib import Path
 from tests.engine.conftest import make_engine
 from tests.engine.helpers import ok, tree_digest
 from workrail.engine.api import Engine
-from workrail.engine.sessions_view import (
-    SessionView,
-    list_sessions,
-    load_session,
-)
+from workrail.engine.sessions_view import SessionView, load_session
 from workrail.store.local.backend import LocalBackend
 
 
@@ -94,7 +90,7 @@ def test_corrupt_tail_is_listed_and_shows_its_validated_prefix(data_dir: Path) -
     before = tree_digest(data_dir)
 
     backend = LocalBackend.open(data_dir)
-    (listed,) = list_sessions(backend)
+    listed = load_session(backend, sid)
     assert listed.status == "corrupt_tail"
     assert listed.health["reason"]["code"] == "digest_mismatch"
     view = load_session(backend, sid)
@@ -115,6 +111,6 @@ def test_corrupt_head_is_listed_with_no_runs(data_dir: Path) -> None:
     manifest = data_dir / "sessions" / sid / "manifest.jsonl"
     lines = manifest.read_bytes().splitlines(keepends=True)
     manifest.write_bytes(b"{not json\n" + b"".join(lines[1:]))
-    (view,) = list_sessions(LocalBackend.open(data_dir))
+    view = load_session(LocalBackend.open(data_dir), sid)
     assert view.status == "corrupt_head" and view.runs == [] and view.event_count == 0
     assert view.workflow_id == "-"

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
 from typing import Final
 
 from workrail.core.budgets import TRUNCATION_MARKER
@@ -22,13 +21,6 @@ def normalise(text: str) -> str:
 def tokens(text: str) -> list[str]:
     """The tokens of `text` in order (duplicates kept); the truncation marker is not text."""
     return TOKEN_RE.findall(normalise(text.replace(TRUNCATION_MARKER, " ")))
-
-
-def token_set(texts: Iterable[str]) -> frozenset[str]:
-    found: set[str] = set()
-    for text in texts:
-        found.update(tokens(text))
-    return frozenset(found)
 
 
 def first_line(text: str, limit: int = 120) -> str:

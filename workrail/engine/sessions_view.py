@@ -322,10 +322,3 @@ def all_session_ids(sessions: SessionStore) -> Iterator[str]:
             return
         yield from page.unwrap()
         after = page.unwrap()[-1]
-
-
-def list_sessions(source: SessionSource) -> list[SessionView]:
-    """Every session, most recently active first (never fails on a damaged session)."""
-    views = [load_session(source, sid) for sid in all_session_ids(source.sessions)]
-    views.sort(key=lambda v: v.last_activity or "", reverse=True)
-    return views

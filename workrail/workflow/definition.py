@@ -108,7 +108,3 @@ class WorkflowDefinition(_View):
     version: str
     steps: Annotated[tuple[AnyStep, ...], Field(min_length=1)]
     function_definitions: tuple[FunctionDefinition, ...] = ()
-
-
-def is_loop(step: Step) -> bool:
-    return isinstance(step, LoopStep)

@@ -511,9 +511,7 @@ class BackendContract:
         engine = engine_over(backend)
         r = engine.start_workflow("probe-flow").unwrap()
         sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
-        run = backend.query.get([sid]).unwrap()[sid].primary.run_id
-        assert backend.query.session_of_run(run).unwrap() == sid
-        assert backend.query.session_of_run(new_id("run")).unwrap() is None
+        assert backend.query.get([sid]).unwrap()[sid].primary.run_id.startswith("run_")
         assert dict(backend.query.get([new_id("sess"), "not-an-id"]).unwrap()) == {}
 
     def test_candidates_cover_ids_words_and_recency(self, backend: Any) -> None:

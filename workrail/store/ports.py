@@ -281,11 +281,6 @@ class SessionQuery(Protocol):
         """The summaries of those of `session_ids` that exist."""
         ...
 
-    def session_of_run(self, run_id: str) -> Result[str | None, StoreError]:
-        """The session that holds a run; an imported copy keeps its run ids, so when
-        several do, the most recently active one."""
-        ...
-
     def candidates(self, query: CandidateQuery) -> Result[list[SessionSummary], StoreError]:
         """Summaries worth ranking for resume_session. Never writes anything."""
         ...

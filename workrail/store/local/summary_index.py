@@ -513,19 +513,6 @@ class LocalSessionQuery:
             return Failure(StoreError("SESSION_STORE_IO_ERROR", f"session index: {exc}"))
         return Success(found)
 
-    def session_of_run(self, run_id: str) -> Result[str | None, StoreError]:
-        try:
-            with self._connection() as conn:
-                row = conn.execute(
-                    "SELECT r.session_id FROM runs r JOIN summaries s ON s.session_id = "
-                    "r.session_id WHERE r.run_id = ? ORDER BY s.activity_us DESC, "
-                    "s.session_id LIMIT 1",
-                    (run_id,),
-                ).fetchone()
-        except (IndexUnavailable, sqlite3.Error) as exc:
-            return Failure(StoreError("SESSION_STORE_IO_ERROR", f"session index: {exc}"))
-        return Success(None if row is None else str(row[0]))
-
     def candidates(self, query: CandidateQuery) -> Result[list[SessionSummary], StoreError]:
         try:
             with self._mutex:

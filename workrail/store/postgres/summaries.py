@@ -315,18 +315,6 @@ class PostgresSessionQuery:
 
         return self._db.run(select)
 
-    def session_of_run(self, run_id: str) -> Result[str | None, StoreError]:
-        def select(conn: Connection) -> str | None:
-            row = conn.execute(
-                "SELECT r.session_id FROM workrail_summary_runs r JOIN workrail_summaries s "
-                "ON s.session_id = r.session_id WHERE r.run_id = %s "
-                "ORDER BY s.activity_us DESC, s.session_id LIMIT 1",
-                (run_id,),
-            ).fetchone()
-            return None if row is None else str(row[0])
-
-        return self._db.run(select)
-
     def candidates(self, query: CandidateQuery) -> Result[list[SessionSummary], StoreError]:
         return self._db.run(lambda conn: _candidates(conn, query))
 

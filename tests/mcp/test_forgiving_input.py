@@ -82,6 +82,17 @@ async def test_json_text_that_is_not_an_object_stays_an_error(client: Client) ->
     assert env["details"]["validationErrors"][0]["path"] == "context"
 
 
+@pytest.mark.parametrize("depth", [100_000, 2_000])
+async def test_json_text_too_deep_to_parse_is_a_validation_error(
+    client: Client, depth: int
+) -> None:
+    deep = '{"a":' + "[" * depth
+    env = await fail(
+        client, "start_workflow", {"workflowId": "probe-flow", "context": deep}, "VALIDATION_ERROR"
+    )
+    assert env["details"]["validationErrors"][0]["path"] == "context"
+
+
 async def test_an_alias_beside_its_canonical_field_is_refused(client: Client) -> None:
     start = await ok(client, "start_workflow", {"workflowId": "probe-flow"})
     args = {**start["nextCall"]["params"], "notes": "a", "output": {"notesMarkdown": "b"}}

@@ -53,7 +53,7 @@ def _parsed_object(text: str) -> dict[str, Any] | None:
         return None
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # too deep to parse is as bad as malformed
         return None
     return value if isinstance(value, dict) else None
 

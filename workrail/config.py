@@ -151,12 +151,31 @@ def _store_url(flag: str | None, env: Mapping[str, str]) -> str | None | ConfigE
     if not raw or raw in ("files", "file"):
         return None
     if raw.startswith(POSTGRES_SCHEMES):
-        return raw
+        problem = _postgres_url_problem(raw)
+        if problem is None:
+            return raw
+        return ConfigError(
+            setting, f"is not a PostgreSQL URL libpq can read ({problem}): {redact_url(raw)!r}"
+        )
     return ConfigError(
         setting,
         "must be a postgresql://USER@HOST:PORT/DATABASE URL (or empty for files in the data "
         f"directory), got {redact_url(raw)!r}",
     )
+
+
+def _postgres_url_problem(url: str) -> str | None:
+    """What libpq would refuse in the URL (a bad host, an unknown parameter), so a typo is
+    a configuration error at once rather than a "cannot reach" later. psycopg is imported
+    only here, when a PostgreSQL URL is given and will be used anyway."""
+    import psycopg.conninfo
+
+    try:
+        psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.Error as exc:
+        text = " ".join(str(exc).split())
+        return text.split(" in URI: ")[0].replace(url, "…") or type(exc).__name__
+    return None
 
 
 def config_from_process(overrides: Overrides = Overrides()) -> Result[WorkrailConfig, ConfigError]:

@@ -88,6 +88,33 @@ def test_a_bad_store_url_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[st
     assert "hunter2" not in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    "url",
+    ["postgresql://alice:hunter2@[bad/db", "postgresql://alice:hunter2@db/x?colour=blue"],
+)
+def test_a_malformed_postgres_url_is_a_config_error(
+    url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["sessions", "--store", url]) == 2
+    err = capsys.readouterr().err
+    assert "CONFIG_INVALID" in err and "libpq" in err
+    assert "hunter2" not in err and "Traceback" not in err and "retry" not in err.lower()
+
+
+@pytest.mark.parametrize(
+    ("command", "port"), [("console", "99999"), ("serve", "-5"), ("mcp", "abc")]
+)
+def test_a_port_out_of_range_is_a_usage_error(
+    command: str, port: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [command, "--http", "--port", port] if command == "mcp" else [command, "--port", port]
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert "--port" in err and "0-65535" in err and "Traceback" not in err
+
+
 @pytest.mark.parametrize("command", [["sessions"], ["keys", "rotate"], ["export", "sess_x"]])
 def test_an_unreachable_postgres_is_one_line_and_exit_1(
     command: list[str], capsys: pytest.CaptureFixture[str]

@@ -19,7 +19,7 @@ from returns.result import Failure
 
 from workrail import __version__
 from workrail.app import build_console
-from workrail.cli.context import Cli
+from workrail.cli.context import Cli, port_number
 from workrail.console.security import LOOPBACK_NAMES, SECRET_PARAM, Guard
 from workrail.console.web import stop_live_streams
 from workrail.core.errors import envelope
@@ -125,7 +125,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     )
     console.add_argument(
         "--port",
-        type=int,
+        type=port_number,
         default=DEFAULT_PORT,
         help=f"port (default {DEFAULT_PORT}; 0 = any free)",
     )

@@ -46,6 +46,18 @@ class CliExit(Exception):
         self.envelope = envelope
 
 
+def port_number(text: str) -> int:
+    """An argparse type for `--port`: 0 (any free port) to 65535, else a usage error
+    (exit 2) instead of the socket's OverflowError at bind time."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (0-65535)") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is out of range: a port is 0-65535")
+    return port
+
+
 def overrides_of(args: argparse.Namespace) -> Overrides:
     dirs = [
         *(getattr(args, "global_workflows", None) or ()),

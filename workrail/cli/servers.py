@@ -16,7 +16,7 @@ from returns.result import Failure
 
 from workrail import __version__
 from workrail.app import build_console, open_fence
-from workrail.cli.context import INTERRUPTED, Cli, exit_now
+from workrail.cli.context import INTERRUPTED, Cli, exit_now, port_number
 from workrail.console.security import SECRET_PARAM, Guard
 from workrail.console.web import stop_live_streams
 
@@ -170,7 +170,7 @@ def _console(cli: Cli, host: str, url: str) -> tuple[Starlette | None, str]:
 def _server_flags(parser: argparse.ArgumentParser) -> None:
     """Bind address, port and logging, shared by mcp and serve."""
     parser.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default loopback)")
-    parser.add_argument("--port", type=int, default=8000, help="HTTP port (default 8000)")
+    parser.add_argument("--port", type=port_number, default=8000, help="HTTP port (default 8000)")
     parser.add_argument(
         "--log-level",
         choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],

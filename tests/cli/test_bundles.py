@@ -53,7 +53,7 @@ def test_errors_are_reported_with_code_what_to_do_next_and_exit_status(
     reference_data: Path, data_dir: Path, tmp_path: Path
 ) -> None:
     code, _, err = _run(["export", "sess_aaaaaaaaaaaaaaaaaaaaaaaaaa"], reference_data)
-    assert code == 1 and err.startswith("EXPORT_BUILD_FAILED")
+    assert code == 2 and err.startswith("NOT_FOUND: No session sess_aaaa")
     bad = tmp_path / "bad.json"
     bad.write_text('{"bundleSchemaVersion": 7}')
     before = tree_fingerprint(data_dir)
@@ -63,10 +63,22 @@ def test_errors_are_reported_with_code_what_to_do_next_and_exit_status(
     assert error["code"] == "BUNDLE_UNSUPPORTED_VERSION"
     assert error["details"]["path"] == "bundleSchemaVersion"
     assert error["retry"] == {"kind": "not_retryable"} and error["details"]["suggestion"]
+    assert "workrail export SESSION -o FILE" in error["details"]["suggestion"]
     code, _, err = _run(["import", str(tmp_path / "absent.json")], data_dir)
     assert code == 2 and err.startswith("IMPORT_READ_FAILED")
-    assert "Next: " in err
+    assert "Next: Check the file's path" in err and "argument" not in err
     assert tree_fingerprint(data_dir) == before
+
+
+def test_export_takes_a_unique_start_of_an_id_and_says_when_it_cannot_write(
+    reference_data: Path, tmp_path: Path
+) -> None:
+    code, out, _ = _run(["export", PROBE[:12], "--json"], reference_data)
+    assert code == 0 and validate_bytes(out.encode()).unwrap().bundle.session.sessionId == PROBE
+    missing = tmp_path / "no" / "such" / "folder" / "x.json"
+    code, _, err = _run(["export", PROBE, "-o", str(missing)], reference_data)
+    assert code == 1 and err.startswith("EXPORT_BUILD_FAILED")
+    assert "folder of the output file" in err and "sessions show" not in err
 
 
 def test_salvage_export_is_announced(reference_data: Path, tmp_path: Path) -> None:

@@ -50,9 +50,12 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 def run_export(cli: Cli) -> int:
     """Bundle to `-o FILE` (summary on stdout) or to stdout (summary on stderr)."""
     args, out, err = cli.args, cli.out, cli.err
+    resolved = cli.engine().resolve_session(args.session_id)  # a unique prefix will do
+    if isinstance(resolved, Failure):
+        return cli.fail(resolved.failure().to_envelope())
     result = export_session(
         cli.backend(),
-        args.session_id,
+        resolved.unwrap(),
         bundle_id=new_bundle_id(),
         exported_at=utc_now(),
         app_version=__version__,
@@ -71,7 +74,13 @@ def run_export(cli: Cli) -> int:
                 f"Cannot write {args.output}: {exc.strerror or exc}",
                 args.output,
             )
-            return cli.fail(to_envelope(error))
+            return cli.fail(
+                with_suggestion(
+                    to_envelope(error),
+                    "Check that the folder of the output file exists and is writable, or "
+                    "leave out -o to write the bundle to stdout.",
+                )
+            )
     else:
         out.write(data.decode("utf-8") + "\n")
         out.flush()
@@ -117,10 +126,21 @@ def run_import(cli: Cli, stdin: Any = None) -> int:
     source = (stdin or sys.stdin.buffer) if args.file == "-" else Path(args.file)
     raw = read_bundle_file(source)
     if isinstance(raw, Failure):
-        return cli.fail(to_envelope(raw.failure()))
+        return cli.fail(
+            with_suggestion(
+                to_envelope(raw.failure()),
+                "Check the file's path, or pass - to read the bundle from stdin.",
+            )
+        )
     validated = validate_bytes(raw.unwrap())  # before the store is touched at all
     if isinstance(validated, Failure):
-        return cli.fail(to_envelope(validated.failure()))
+        return cli.fail(
+            with_suggestion(
+                to_envelope(validated.failure()),
+                "Import the file exactly as `workrail export SESSION -o FILE` wrote it; "
+                "if it was changed or cut short, export the session again.",
+            )
+        )
     engine = cli.engine()
     mint = engine.deps.mint
     result = import_validated(
@@ -160,6 +180,12 @@ def run_import(cli: Cli, stdin: Any = None) -> int:
     if tokens is not None:
         out.write(json.dumps(tokens, indent=2, ensure_ascii=False) + "\n")
     return 0
+
+
+def with_suggestion(error: dict[str, Any], suggestion: str) -> dict[str, Any]:
+    """The envelope with advice for a person at a terminal, where the catalogue's default
+    speaks to an agent sending the bundle as a tool argument."""
+    return {**error, "details": {**error.get("details", {}), "suggestion": suggestion}}
 
 
 def _write_atomically(path: Path, data: bytes) -> None:

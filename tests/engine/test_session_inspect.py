@@ -9,26 +9,7 @@ from tests.console.scenarios import damage_tail, forked_blocked_looped, started
 from tests.engine.conftest import make_engine
 from tests.engine.helpers import ok, tree_digest
 from workrail.engine.session_inspect import inspect_session
-from workrail.engine.sessions_view import _parsed_state, _quick_state
 from workrail.store.local.backend import LocalBackend
-
-
-def test_quick_state_reads_what_the_full_parse_reads(data_dir: Path) -> None:
-    forked_blocked_looped(make_engine(data_dir))
-    backend = LocalBackend.open(data_dir)
-    refs = [
-        p.name.removesuffix(".json").replace("_", ":", 1)
-        for p in (data_dir / "snapshots").iterdir()
-    ]
-    kinds = set()
-    for ref in refs:
-        raw = backend.snapshots.get(ref).unwrap()
-        assert _quick_state(raw) == _parsed_state(raw), ref
-        kinds.add(_parsed_state(raw)[0])
-    assert {"pending", "blocked"} <= kinds
-    assert _quick_state({"enginePayload": {"engineState": {"kind": "weird"}}}) is None
-    assert _quick_state([1, 2]) is None
-    assert _parsed_state({"nope": 1}) == ("invalid_snapshot", None)
 
 
 def test_node_detail_of_a_forked_blocked_looped_session(data_dir: Path) -> None:

@@ -22,6 +22,7 @@ from returns.result import Failure, Result, Success
 from tests.conftest import REFERENCE
 from tests.store.plans import Chain, advance_plan, fresh_session_id, new_id
 from workrail.core.events import DomainEvent
+from workrail.core.snapshot_state import snapshot_state
 from workrail.store.errors import StoreError
 from workrail.store.ports import (
     LIST_PAGE_MAX,
@@ -570,6 +571,42 @@ class BackendContract:
             assert store.delete(refs[1]).unwrap() is False
             assert refs[1] not in [r.ref for r in store.list_refs().unwrap()]
 
+    # snapshot states ------------------------------------------------------------------
+
+    def test_snapshot_states_are_what_the_snapshots_say(
+        self, backend: Any, reopen_backend: Any
+    ) -> None:
+        stored = {backend.snapshots.put(raw).unwrap(): snapshot_state(raw) for raw in _snapshots()}
+        assert {s.kind for s in stored.values()} == {
+            "init",
+            "running",
+            "blocked",
+            "complete",
+            "invalid",
+        }
+        absent = "sha256:" + "0" * 64
+        asked = [*stored, absent, "not a ref", *stored]
+        assert backend.snapshots.states(asked).unwrap() == stored
+        assert reopen_backend().snapshots.states(asked).unwrap() == stored
+        assert backend.snapshots.states([]).unwrap() == {}
+
+    def test_a_state_is_recorded_when_its_snapshot_is_stored(
+        self, backend: Any, reopen_backend: Any, damage_content: Any
+    ) -> None:
+        looped = next(raw for raw in _snapshots() if "::" in str(snapshot_state(raw).pending_step))
+        ref = backend.snapshots.put(looped).unwrap()
+        damage_content(ref)
+        fresh = reopen_backend()
+        assert isinstance(fresh.snapshots.get(ref), Failure), "the damage is reported"
+        assert fresh.snapshots.states([ref]).unwrap() == {ref: snapshot_state(looped)}
+
+    def test_a_deleted_snapshot_has_no_state(self, backend: Any, reopen_backend: Any) -> None:
+        ref = backend.snapshots.put(_snapshots()[0]).unwrap()
+        assert ref in backend.snapshots.states([ref]).unwrap()
+        assert backend.snapshots.delete(ref).unwrap() is True
+        assert backend.snapshots.states([ref]).unwrap() == {}
+        assert reopen_backend().snapshots.states([ref]).unwrap() == {}
+
     # the projection is what a rebuild says --------------------------------------------
 
     def test_rebuild_answers_what_was_kept_incrementally(
@@ -581,6 +618,30 @@ class BackendContract:
         kept = indexed(backend)
         assert backend.query.rebuild().unwrap() >= 1
         assert indexed(backend) == kept
+
+
+def _snapshots() -> list[dict[str, Any]]:
+    """The reference's snapshots (running, blocked, complete), one inside a loop, one
+    before the first step, and an object that is no snapshot."""
+    found = [
+        json.loads(path.read_bytes())
+        for path in sorted((REFERENCE / "data" / "snapshots").glob("*.json"))
+    ]
+    progress = {"completed": {"kind": "set", "values": ["plan"]}}
+    looped = {
+        "kind": "running",
+        **progress,
+        "loopStack": [{"loopId": "work", "iteration": 3, "bodyIndex": 0}],
+        "pending": {
+            "kind": "some",
+            "step": {"stepId": "act", "loopPath": [{"loopId": "work", "iteration": 3}]},
+        },
+    }
+    made = [
+        {"v": 1, "kind": "execution_snapshot", "enginePayload": {"v": 1, "engineState": state}}
+        for state in ({"kind": "init"}, looped)
+    ]
+    return [*made, *found, {"probe": "not a snapshot"}]
 
 
 def _archived() -> Any:

@@ -19,6 +19,7 @@ from tests.store.contract import (
     events_of,
 )
 from tests.store.plans import Chain
+from workrail.core.canonical import digest_file_name
 from workrail.store.local.backend import LocalBackend
 from workrail.store.local.session_store import TRASH_PREFIX, LocalSessionStore
 
@@ -112,6 +113,14 @@ class TestLocalBackend(BackendContract, ProjectionPropertyContract):
     @pytest.fixture
     def indexed(self) -> Any:
         return indexed_rows
+
+    @pytest.fixture
+    def damage_content(self, data_dir: Path) -> Any:
+        def overwrite(ref: str) -> None:
+            path = data_dir / "snapshots" / digest_file_name(ref)
+            path.write_bytes(path.read_bytes().replace(b'"kind"', b'"kine"', 1))
+
+        return overwrite
 
 
 def indexed_rows(backend: LocalBackend) -> dict[str, dict[str, Any]]:

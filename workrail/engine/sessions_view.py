@@ -9,8 +9,6 @@ still be read.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -20,7 +18,7 @@ from returns.result import Success
 
 from workrail.core.events import DomainEvent, NodeCreated
 from workrail.core.session_index import ProjectionError, SessionIndex
-from workrail.core.snapshot import BlockedState, CompleteState, RunningState, parse_snapshot
+from workrail.core.snapshot_state import SnapshotState
 from workrail.store.errors import StoreError
 from workrail.store.ports import SessionLog, SessionStore, SnapshotStore
 
@@ -205,76 +203,32 @@ def fill_states(
     snapshots: SnapshotStore, runs: list[RunView], only: Collection[str] | None = None
 ) -> None:
     """Each node's state and pending step from its snapshot (only the nodes in `only`,
-    when given: a page that shows just the status needs just the tips)."""
-    for run in runs:
-        for node in run.nodes.values():
-            if only is None or node.node_id in only:
-                node.state, node.step_id = _state_of(snapshots, node.snapshot_ref)
+    when given: a page that shows just the status needs just the tips). One call to the
+    store for the whole run: states are facts it records when a snapshot is stored."""
+    nodes = [
+        node
+        for run in runs
+        for node in run.nodes.values()
+        if only is None or node.node_id in only
+    ]
+    if not nodes:
+        return
+    known = snapshots.states({node.snapshot_ref for node in nodes}).value_or({})
+    for node in nodes:
+        node.state, node.step_id = node_state(known.get(node.snapshot_ref))
 
 
 NodeState = tuple[str, str | None]
-_STATES_MAX = 50_000
-_states: OrderedDict[str, NodeState] = OrderedDict()
-_states_mutex = threading.Lock()
+MISSING_SNAPSHOT: NodeState = ("missing_snapshot", None)
+_LABELS = {"running": "pending", "invalid": "invalid_snapshot"}
 
 
-def _state_of(snapshots: SnapshotStore, ref: str) -> NodeState:
-    """(state, pending step key) of the snapshot `ref`. Snapshots are content-addressed,
-    so a state once read never changes: kept in a bounded in-process cache, which makes a
-    2,000-node run cost one snapshot read per node once, then none."""
-    with _states_mutex:
-        known = _states.get(ref)
-    if known is not None:
-        return known
-    loaded = snapshots.get(ref)
-    if not isinstance(loaded, Success) or loaded.unwrap() is None:
-        return "missing_snapshot", None  # not cached: the snapshot may still arrive
-    raw = loaded.unwrap()
-    state = _quick_state(raw) or _parsed_state(raw)
-    with _states_mutex:
-        _states[ref] = state
-        while len(_states) > _STATES_MAX:
-            _states.popitem(last=False)
-    return state
-
-
-def _quick_state(raw: Any) -> NodeState | None:
-    """The state read straight off the stored JSON. The store hands back only bytes whose
-    digest matches the ref they were validated and written under, so display needs no
-    second full validation; anything of an unexpected shape takes the full parse."""
-    try:
-        state = raw["enginePayload"]["engineState"]
-        kind = state["kind"]
-        if kind in ("init", "complete"):
-            return str(kind), None
-        if kind not in ("running", "blocked"):
-            return None
-        pending = state["pending"]
-        label = "blocked" if kind == "blocked" else "pending"
-        if pending["kind"] == "none":
-            return label, None
-        step = pending["step"]
-        frames = [(str(f["loopId"]), int(f["iteration"])) for f in step.get("loopPath", [])]
-        step_id = str(step["stepId"])
-    except (KeyError, TypeError, ValueError, AttributeError):
-        return None
-    if not frames:
-        return label, step_id
-    return label, "/".join(f"{loop}@{i}" for loop, i in frames) + f"::{step_id}"
-
-
-def _parsed_state(raw: Any) -> NodeState:
-    parsed = parse_snapshot(raw)
-    if not isinstance(parsed, Success):
-        return "invalid_snapshot", None
-    state = parsed.unwrap().state
-    if isinstance(state, CompleteState):
-        return "complete", None
-    if isinstance(state, BlockedState | RunningState):
-        step = state.pending_step
-        label = "blocked" if isinstance(state, BlockedState) else "pending"
-        return label, None if step is None else step.key
-    return state.kind, None
+def node_state(state: SnapshotState | None) -> NodeState:
+    """What a node shows: `pending` while a step waits, `blocked`, `complete`, `init`,
+    or why its snapshot cannot tell (`missing_snapshot`, `invalid_snapshot`)."""
+    if state is None:
+        return MISSING_SNAPSHOT
+    return _LABELS.get(state.kind, state.kind), state.pending_step
 
 
 def session_activity(sessions: SessionStore, session_id: str) -> str | None:

@@ -22,6 +22,7 @@ from workrail.core.keyring import Keyring
 from workrail.core.lifecycle import SessionLifecycle
 from workrail.core.manifest import ManifestRecord
 from workrail.core.session_index import SessionIndex
+from workrail.core.snapshot_state import SnapshotState
 from workrail.core.summary import RunStatus, SessionSummary
 from workrail.store.errors import StoreError
 
@@ -183,6 +184,14 @@ class SnapshotStore(ContentStore, Protocol):
     def get(self, ref: str) -> Result[dict[str, Any] | None, StoreError]:
         """The snapshot, None when absent, an error when stored bytes are not what their
         ref promises."""
+        ...
+
+    def states(self, refs: Collection[str]) -> Result[dict[str, SnapshotState], StoreError]:
+        """The engine state and pending step of each stored snapshot among `refs`, for
+        drawing a run DAG; refs not stored (or not readable) are left out. These are facts
+        of immutable content, recorded when a snapshot is stored: a whole run's states are
+        one lookup, without reading its snapshots again (a state recorded before the
+        stored bytes were damaged is still answered; `get` reports the damage)."""
         ...
 
 

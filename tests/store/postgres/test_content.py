@@ -8,6 +8,7 @@ from returns.result import Failure, Success
 
 from tests.store.postgres.conftest import OpenBackend
 from workrail.core.canonical import canonical_bytes, canonical_digest
+from workrail.core.snapshot_state import INVALID, SnapshotState
 
 
 @pytest.mark.parametrize("table", ["snapshots", "pinned"])
@@ -57,3 +58,52 @@ def test_the_decoded_cache_is_bounded_by_bytes_newest_kept(open_backend: OpenBac
     kept = [ref for ref in refs if ref in cache]
     assert kept == refs[-len(kept) :] and len(kept) >= 6
     assert store.get(refs[0]).unwrap() == {"n": 0, "pad": big}
+
+
+def test_states_of_rows_stored_before_they_were_recorded_come_from_the_bodies(
+    open_backend: OpenBackend, module_db_url: str
+) -> None:
+    running = {
+        "v": 1,
+        "kind": "execution_snapshot",
+        "enginePayload": {
+            "v": 1,
+            "engineState": {
+                "kind": "running",
+                "completed": {"kind": "set", "values": []},
+                "loopStack": [],
+                "pending": {"kind": "some", "step": {"stepId": "plan", "loopPath": []}},
+            },
+        },
+    }
+    writer = open_backend().snapshots
+    refs = [writer.put(running).unwrap(), writer.put({"probe": "old row"}).unwrap()]
+    damaged = writer.put({"probe": "damaged old row"}).unwrap()
+    with psycopg.connect(module_db_url, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE workrail_snapshots SET state_kind = NULL, pending_step = NULL "
+            "WHERE ref = ANY(%s)",
+            ([*refs, damaged],),
+        )
+        conn.execute(
+            "UPDATE workrail_snapshots SET body = body || '\\x20'::bytea WHERE ref = %s",
+            (damaged,),
+        )
+        before = conn.execute(
+            "SELECT md5(string_agg(t::text, '')) FROM workrail_snapshots t"
+        ).fetchone()
+    states = open_backend().snapshots.states([*refs, damaged]).unwrap()
+    assert states == {refs[0]: SnapshotState("running", "plan"), refs[1]: INVALID}
+    with psycopg.connect(module_db_url, autocommit=True) as conn:
+        after = conn.execute(
+            "SELECT md5(string_agg(t::text, '')) FROM workrail_snapshots t"
+        ).fetchone()
+    assert after == before, "reading states never writes"
+
+
+def test_states_when_the_database_is_gone_are_an_error(open_backend: OpenBackend) -> None:
+    backend = open_backend()
+    ref = "sha256:" + "1" * 64
+    backend.close()
+    failed = backend.snapshots.states([ref])
+    assert isinstance(failed, Failure) and failed.failure().code == "STORE_UNAVAILABLE"

@@ -75,6 +75,17 @@ class TestPostgresBackend(BackendContract, ProjectionPropertyContract):
     def indexed(self) -> Any:
         return indexed_rows
 
+    @pytest.fixture
+    def damage_content(self, module_db_url: str) -> Any:
+        def overwrite(ref: str) -> None:
+            with psycopg.connect(module_db_url, autocommit=True) as conn:
+                conn.execute(
+                    "UPDATE workrail_snapshots SET body = body || '\\x20'::bytea WHERE ref = %s",
+                    (ref,),
+                )
+
+        return overwrite
+
 
 def test_a_database_from_before_summaries_gets_them_on_open(
     postgres_cluster: PostgresCluster,

@@ -58,5 +58,6 @@ class LocalBackend:
         return str(self.layout.root)
 
     def close(self) -> None:
-        """Files hold no connections but the summary index's."""
+        """Files hold no connections but the summary index's and the snapshot states'."""
         self.query.close()
+        self.snapshots.close()

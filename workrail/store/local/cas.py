@@ -6,6 +6,7 @@ non-regular file under a content name is refused on read and replaced on write."
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,11 +21,14 @@ from workrail.core.canonical import (
     sha256_digest,
 )
 from workrail.core.content import decode_content
+from workrail.core.snapshot_state import SnapshotState, snapshot_state
 from workrail.store.content_cache import CACHE_BYTES, ContentCache
 from workrail.store.errors import StoreError, StoreErrorCode, io_error
 from workrail.store.fsio import UnsafePath, atomic_write, read_regular
 from workrail.store.local.layout import Layout, UnsafeReference
+from workrail.store.local.snapshot_states import SnapshotStateIndex
 from workrail.store.ports import LIST_PAGE_MAX, StoredRef
+from workrail.store.state_memo import StateMemo
 
 
 class _ContentStore:
@@ -151,9 +155,56 @@ class _ContentStore:
 
 
 class LocalSnapshotStore(_ContentStore):
-    """Execution-snapshot CAS."""
+    """Execution-snapshot CAS. Each snapshot's state is also recorded, when it is stored,
+    in the disposable state index (`index/snapshot-states.sqlite3`), so a run's DAG is
+    drawn without reading its snapshots again."""
 
     _error_code = "SNAPSHOT_STORE_CORRUPTION"
+
+    def __init__(self, layout: Layout, cache_bytes: int = CACHE_BYTES) -> None:
+        super().__init__(layout, cache_bytes)
+        self._states = StateMemo()
+        self._index = SnapshotStateIndex(layout.root)
+
+    def put(self, value: dict[str, Any]) -> Result[str, StoreError]:
+        stored = super().put(value)
+        if isinstance(stored, Success) and stored.unwrap() not in self._states:
+            state = {stored.unwrap(): snapshot_state(value)}
+            self._index.record(state)
+            self._states.learn(state)
+        return stored
+
+    def states(self, refs: Collection[str]) -> Result[dict[str, SnapshotState], StoreError]:
+        """From memory, else from the state index, else (recording them) from the
+        snapshots themselves; refs that are not stored, or not readable, are left out."""
+        wanted = [ref for ref in dict.fromkeys(refs) if is_digest(ref)]
+        found = self._states.known(wanted)
+        unknown = [ref for ref in wanted if ref not in found]
+        if unknown:
+            recorded = self._index.lookup(unknown)
+            self._states.learn(recorded)
+            found.update(recorded)
+            unknown = [ref for ref in unknown if ref not in recorded]
+        learned: dict[str, SnapshotState] = {}
+        for ref in unknown:
+            got = self.get(ref)
+            if isinstance(got, Success) and got.unwrap() is not None:
+                learned[ref] = snapshot_state(got.unwrap())
+        if learned:
+            self._index.record(learned)
+            self._states.learn(learned)
+            found.update(learned)
+        return Success(found)
+
+    def delete(self, ref: str) -> Result[bool, StoreError]:
+        deleted = super().delete(ref)
+        if isinstance(deleted, Success):
+            self._states.forget(ref)
+            self._index.forget(ref)
+        return deleted
+
+    def close(self) -> None:
+        self._index.close()
 
     def _path(self, ref: str) -> Path:
         return self._layout.snapshot_path(ref)

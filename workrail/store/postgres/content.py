@@ -9,17 +9,20 @@ damaged CAS file is replaced on files.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import UTC
-from typing import Any
+from typing import Any, Final
 
 from returns.result import Failure, Result, Success
 
 from workrail.core.canonical import CanonicalJsonError, canonical_bytes, is_digest, sha256_digest
 from workrail.core.content import decode_content
+from workrail.core.snapshot_state import STATE_KINDS, SnapshotState, snapshot_state
 from workrail.store.content_cache import ContentCache
 from workrail.store.errors import StoreError, StoreErrorCode
 from workrail.store.ports import LIST_PAGE_MAX, StoredRef
 from workrail.store.postgres.connection import Connection, Database
+from workrail.store.state_memo import StateMemo
 
 
 class _ContentTable:
@@ -49,29 +52,43 @@ class _ContentTable:
                 conn.execute("SET LOCAL synchronous_commit TO off")
                 store(conn)
 
+        facts = self._facts(value)
+        names = "".join(f", {column}" for column in facts)
+        marks = ", %s" * len(facts)
+        updates = "".join(f", {column} = EXCLUDED.{column}" for column in facts)
+        refreshed = "".join(f", {column} = %s" for column in facts)
+
         def store(conn: Connection) -> None:
             # `stored_at` is refreshed for content already there: the collector spares what
             # was stored recently, so a ref about to be pinned is never swept from under it.
             if ref in self._cache:
                 row = conn.execute(
-                    f"UPDATE {self._table} SET stored_at = now() WHERE {self._key} = %s "
-                    "RETURNING 1",
-                    (ref,),
+                    f"UPDATE {self._table} SET stored_at = now(){refreshed} "
+                    f"WHERE {self._key} = %s RETURNING 1",
+                    (*facts.values(), ref),
                 ).fetchone()
                 if row is not None:
                     return
             conn.execute(
-                f"INSERT INTO {self._table} ({self._key}, body) VALUES (%s, %s) "
+                f"INSERT INTO {self._table} ({self._key}, body{names}) VALUES (%s, %s{marks}) "
                 f"ON CONFLICT ({self._key}) DO UPDATE SET body = EXCLUDED.body, "
-                "stored_at = now()",
-                (ref, data),
+                f"stored_at = now(){updates}",
+                (ref, data, *facts.values()),
             )
 
         stored = self._db.run(insert)
         if isinstance(stored, Failure):
             return stored
         self._cache.put(ref, value, len(data))
+        self._stored(ref, value)
         return Success(ref)
+
+    def _facts(self, value: dict[str, Any]) -> dict[str, str | None]:
+        """Columns recorded beside the body (derived from it), by name."""
+        return {}
+
+    def _stored(self, ref: str, value: dict[str, Any]) -> None:
+        """Told of each object stored."""
 
     def get(self, ref: str) -> Result[dict[str, Any] | None, StoreError]:
         """The stored object, None when absent, an error when its bytes are not what the
@@ -145,10 +162,74 @@ class _ContentTable:
 
 
 class PostgresSnapshotStore(_ContentTable):
+    """Each row also holds its snapshot's state (`state_kind`, `pending_step`, recorded
+    when stored; NULL in rows stored before schema version 3), so a run's DAG is drawn
+    with one query that reads no snapshot body."""
+
     _table = "workrail_snapshots"
     _key = "ref"
     _what = "snapshot ref"
     _error_code = "SNAPSHOT_STORE_CORRUPTION"
+
+    def __init__(self, db: Database) -> None:
+        super().__init__(db)
+        self._states = StateMemo()
+
+    def _facts(self, value: dict[str, Any]) -> dict[str, str | None]:
+        state = snapshot_state(value)
+        return {"state_kind": state.kind, "pending_step": state.pending_step}
+
+    def _stored(self, ref: str, value: dict[str, Any]) -> None:
+        self._states.learn({ref: snapshot_state(value)})
+
+    def states(self, refs: Collection[str]) -> Result[dict[str, SnapshotState], StoreError]:
+        """From memory, else the recorded columns (one query), else — for rows stored
+        before they existed — from the bodies, read in batches and never written back
+        (reads never write)."""
+        wanted = [ref for ref in dict.fromkeys(refs) if is_digest(ref)]
+        found = self._states.known(wanted)
+        unknown = [ref for ref in wanted if ref not in found]
+        if not unknown:
+            return Success(found)
+
+        def select(conn: Connection) -> dict[str, SnapshotState]:
+            rows = conn.execute(
+                "SELECT ref, state_kind, pending_step FROM workrail_snapshots "
+                "WHERE ref = ANY(%s)",
+                (unknown,),
+            ).fetchall()
+            known: dict[str, SnapshotState] = {}
+            unrecorded = []
+            for ref, kind, step in rows:
+                if kind in STATE_KINDS:
+                    known[str(ref)] = SnapshotState(str(kind), None if step is None else str(step))
+                else:
+                    unrecorded.append(str(ref))
+            for start in range(0, len(unrecorded), BODY_BATCH):
+                for ref, body in conn.execute(
+                    "SELECT ref, body FROM workrail_snapshots WHERE ref = ANY(%s)",
+                    (unrecorded[start : start + BODY_BATCH],),
+                    binary=True,
+                ).fetchall():
+                    value = decode_content(str(ref), bytes(body))
+                    if isinstance(value, Success):
+                        known[str(ref)] = snapshot_state(value.unwrap())
+            return known
+
+        loaded = self._db.run(select)
+        if isinstance(loaded, Failure):
+            return loaded
+        self._states.learn(loaded.unwrap())
+        found.update(loaded.unwrap())
+        return Success(found)
+
+    def delete(self, ref: str) -> Result[bool, StoreError]:
+        self._states.forget(ref)
+        return super().delete(ref)
+
+
+BODY_BATCH: Final = 256
+"""Snapshot bodies fetched per query when their states were not recorded."""
 
 
 class PostgresPinnedWorkflowStore(_ContentTable):

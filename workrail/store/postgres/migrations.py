@@ -114,9 +114,14 @@ CREATE TABLE workrail_summary_runs (
 CREATE INDEX workrail_summary_runs_session ON workrail_summary_runs (session_id);
 """
 
+V3 = """
+ALTER TABLE workrail_snapshots ADD COLUMN state_kind text, ADD COLUMN pending_step text;
+"""
+
 MIGRATIONS: Final = (
     Migration(1, "sessions, events, manifest, snapshots, pinned workflows, keyring", V1),
     Migration(2, "session summaries and lifecycle; when content was last stored", V2),
+    Migration(3, "each snapshot's engine state and pending step, recorded when stored", V3),
 )
 
 LATEST: Final = MIGRATIONS[-1].version

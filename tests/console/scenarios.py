@@ -87,3 +87,41 @@ def damage_tail(data_dir: Path, session_id: str) -> None:
     raw = bytearray(segment.read_bytes())
     raw[10] ^= 0x01
     segment.write_bytes(bytes(raw))
+
+
+def long_flow(directory: Path, steps: int) -> Path:
+    """A workflow directory holding `long-flow`: a loop of two steps, `steps // 2` times."""
+    import json
+
+    directory.mkdir(parents=True, exist_ok=True)
+    iterations = max(1, steps // 2)
+    flow = {
+        "id": "long-flow",
+        "name": "Long flow",
+        "version": "1.0.0",
+        "description": "A loop of two steps.",
+        "steps": [
+            {
+                "id": "work-loop",
+                "type": "loop",
+                "title": "Work loop",
+                "loop": {"type": "for", "count": iterations, "maxIterations": iterations},
+                "body": [
+                    {"id": "think", "title": "Think", "prompt": "Think about item {{i}}."},
+                    {"id": "act", "title": "Act", "prompt": "Act on it."},
+                ],
+            },
+            {"id": "wrap-up", "title": "Wrap up", "prompt": "Summarise."},
+        ],
+    }
+    (directory / "long-flow.json").write_text(json.dumps(flow))
+    return directory
+
+
+def long_run(engine: Engine, steps: int) -> tuple[str, dict[str, Any]]:
+    """`steps` advances through long-flow (an engine over `long_flow`'s directory)."""
+    r = ok(engine.start_workflow("long-flow"))
+    sid = sid_of(engine, r["stateToken"])
+    for n in range(steps):
+        r = ok(engine.advance(r["stateToken"], r["ackToken"], notes_markdown=f"Step {n} done."))
+    return sid, r

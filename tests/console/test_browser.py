@@ -17,6 +17,8 @@ from tests.console.conftest import RunningConsole, Store, screenshot, start_cons
 from tests.console.scenarios import (
     HOSTILE_NOTES,
     forked_blocked_looped,
+    long_flow,
+    long_run,
     loop_control,
     started,
 )
@@ -124,6 +126,37 @@ def test_live_update_after_an_advance_through_the_engine(
     )
     assert page.evaluate("() => window.__notReloaded") is True
     assert page.locator("#pending-step").inner_text() == "verify"
+    assert not page.errors
+
+
+def test_a_long_run_opens_its_folded_steps_in_place(
+    page: Any, console: RunningConsole, store: Store, tmp_path: Path
+) -> None:
+    engine = store.engine(long_flow(tmp_path / "flows", 40))
+    sid, r = long_run(engine, 30)
+    _open(page, console, f"/sessions/{sid}")
+    page.wait_for_function("() => document.body.dataset.liveState === 'live'")
+    assert page.locator(".dag a.node").count() == 5, "the ends of the stretch and the tip"
+    fold = page.locator("details[data-fold-id]")
+    fold_id = fold.get_attribute("data-fold-id")
+    fold.locator("summary").click()
+    page.wait_for_function("() => document.querySelectorAll('.dag a.node').length === 31")
+    assert "/sessions/" in page.url and "open=" not in page.url, "filled in place"
+    screenshot(page, "session-long-run-fold-open")
+    fold.locator("a.node", has_text="work-loop@7::act").click()
+    panel = page.locator("#node-panel")
+    panel.locator(".prompt-title", has_text="Act").wait_for()
+    assert "Step 15 done." in panel.inner_text()
+
+    before = int(page.locator("#event-count").inner_text())
+    ok(engine.advance(r["stateToken"], r["ackToken"], notes_markdown="one more"))
+    page.wait_for_function(
+        f"() => Number(document.querySelector('#event-count').textContent) > {before}",
+        timeout=LIVE_TIMEOUT_MS,
+    )
+    page.locator(".dag a.node.preferred", has_text="work-loop@15::act").wait_for()
+    still = page.locator(f"details[data-fold-id='{fold_id}'][open] a.node")
+    assert still.count() > 0, "the opened stretch is still open and filled after the update"
     assert not page.errors
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from urllib.parse import urlencode
 
 from tests.console.conftest import RunningConsole, Store
-from tests.console.scenarios import forked_blocked_looped, started
+from tests.console.scenarios import forked_blocked_looped, long_flow, long_run, started
 from tests.engine.helpers import ok
+from workrail.console.dag import KEEP
 from workrail.console.security import COOKIE_NAME
 from workrail.engine.api import Engine
 
@@ -216,3 +218,25 @@ def test_reading_every_page_writes_nothing(
     ]:
         assert console.get(path).status == 200, path
     assert store.digest() == before
+
+
+def test_a_folded_stretch_is_rendered_only_when_asked_for(
+    console: RunningConsole, store: Store, tmp_path: Path
+) -> None:
+    sid, _ = long_run(store.engine(long_flow(tmp_path / "flows", 40)), 30)
+    page = console.get(f"/sessions/{sid}")
+    shown = re.findall(r'data-node-id="(node_[a-z0-9]+)"', page.body)
+    assert len(shown) == 2 * KEEP + 1, "the ends of the stretch and the tip"
+    (fold,) = re.findall(r'data-fold-id="(node_[a-z0-9]+)"', page.body)
+    assert "… 26 more steps (work-loop@1::think … work-loop@13::act)" in page.body
+    assert f"?open={fold}#fold-{fold}" in page.body, "without JavaScript, a link opens it"
+    assert fold not in shown
+
+    opened = console.get(f"/sessions/{sid}?open={fold}&open=nonsense&open=node_UPPER")
+    assert opened.status == 200 and f'id="fold-{fold}" data-fold-id="{fold}" open' in opened.body
+    every = re.findall(r'data-node-id="(node_[a-z0-9]+)"', opened.body)
+    assert len(every) == 31 and fold in every and set(shown) <= set(every)
+
+    middle = every[15]
+    node_page = console.get(f"/sessions/{sid}/nodes/{middle}")
+    assert f'data-node-id="{middle}"' in node_page.body, "a selected node is never folded"

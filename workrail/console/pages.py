@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
+from urllib.parse import urlencode
 
 import anyio
 from returns.result import Failure
@@ -219,8 +221,23 @@ def _resume_call(summary: SessionSummary | None, session_id: str) -> str:
     return json.dumps({"tool": "resume_session", "params": params}, indent=2)
 
 
+MAX_OPEN_FOLDS: Final = 32
+_NODE_ID: Final = re.compile(r"^node_[a-z0-9]{1,64}$")
+
+
+def _open_folds(request: Request) -> tuple[frozenset[str], str]:
+    """The folds asked for open (`?open=`, by the id of their first node; other values are
+    ignored), and the link that opens one more."""
+    wanted = [v for v in request.query_params.getlist("open") if _NODE_ID.match(v)]
+    opened = frozenset(wanted[:MAX_OPEN_FOLDS])
+    kept = [(k, v) for k, v in request.query_params.multi_items() if k != "open"]
+    query = urlencode([*kept, *(("open", fold) for fold in sorted(opened)), ("open", "")])
+    return opened, f"{request.url.path}?{query}"
+
+
 def session_page(ctx: PageContext, request: Request) -> Response:
     inspection = _inspect(ctx, request)
+    open_folds, fold_base = _open_folds(request)
     view = inspection.view
     selected = inspection.node.node_id if inspection.node else None
     lanes = {run.run_id: lay_out(run, selected) for run in view.runs}
@@ -241,6 +258,8 @@ def session_page(ctx: PageContext, request: Request) -> Response:
         inspection=inspection,
         node=inspection.node,
         lanes=lanes,
+        open_folds=open_folds,
+        fold_base=fold_base,
         pending=pending,
         workflow_names=_workflow_names(ctx),
         banner=UNHEALTHY_BANNER if view.prefix_only or not view.is_healthy else None,

@@ -40,6 +40,56 @@
     }
   }
 
+  // A fold's steps come with the page only when asked for (?open=<first node id>): a
+  // 2,000-step run's page is a few lines. Opening a fold fetches them; a refresh asks for
+  // the folds already opened, so they stay open and filled.
+  function loadedFolds() {
+    return [...document.querySelectorAll("details[open][data-fold-id]")]
+      .filter((d) => !d.querySelector(":scope > ol[data-fold-body]"))
+      .map((d) => d.dataset.foldId);
+  }
+
+  function withOpenFolds(href, extra) {
+    const url = new URL(href);
+    url.hash = "";
+    const open = new Set(url.searchParams.getAll("open"));
+    for (const id of [...loadedFolds(), ...(extra ? [extra] : [])]) {
+      if (!open.has(id)) url.searchParams.append("open", id);
+      open.add(id);
+    }
+    return url.toString();
+  }
+
+  async function loadFold(details) {
+    const placeholder = details.querySelector(":scope > ol[data-fold-body]");
+    if (!placeholder || placeholder.dataset.loading) return;
+    placeholder.dataset.loading = "1";
+    const id = details.dataset.foldId;
+    const href = withOpenFolds(location.href, id);
+    try {
+      const resp = await fetch(href, { cache: "no-store" });
+      const doc = parse(await resp.text());
+      const fresh = [...doc.querySelectorAll("details[data-fold-id]")]
+        .find((d) => d.dataset.foldId === id)
+        ?.querySelector(":scope > ol.folded:not([data-fold-body])");
+      if (!fresh) throw new Error("the fold is gone");
+      placeholder.replaceWith(document.importNode(fresh, true));
+    } catch (_err) {
+      location.href = href; // the page with the fold open, as without JavaScript
+    }
+  }
+
+  document.addEventListener(
+    "toggle",
+    (ev) => {
+      const details = ev.target;
+      if (details instanceof HTMLDetailsElement && details.open && details.dataset.foldId) {
+        loadFold(details);
+      }
+    },
+    true,
+  );
+
   async function refresh() {
     if (paused) return;
     if (refreshing) {
@@ -48,7 +98,7 @@
     }
     refreshing = true;
     try {
-      const resp = await fetch(location.href, { cache: "no-store" });
+      const resp = await fetch(withOpenFolds(location.href), { cache: "no-store" });
       if (!resp.ok) return;
       const doc = parse(await resp.text());
       const version = doc.body.dataset.version || "";

@@ -607,6 +607,16 @@ class BackendContract:
         assert backend.snapshots.states([ref]).unwrap() == {}
         assert reopen_backend().snapshots.states([ref]).unwrap() == {}
 
+    def test_a_snapshot_deleted_elsewhere_has_no_state(
+        self, backend: Any, reopen_backend: Any
+    ) -> None:
+        """Another process (or replica) collected it after this one learned its state."""
+        raw = {**_snapshots()[0], "probe": new_id("snap")}
+        ref = backend.snapshots.put(raw).unwrap()
+        assert backend.snapshots.states([ref]).unwrap() == {ref: snapshot_state(raw)}
+        assert reopen_backend().snapshots.delete(ref).unwrap() is True
+        assert backend.snapshots.states([ref]).unwrap() == {}
+
     # the projection is what a rebuild says --------------------------------------------
 
     def test_rebuild_answers_what_was_kept_incrementally(

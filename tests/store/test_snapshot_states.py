@@ -3,6 +3,7 @@ whose loss or damage costs reading the snapshots again, never a wrong or failed 
 
 from __future__ import annotations
 
+import json
 import logging
 import sqlite3
 import stat
@@ -12,8 +13,9 @@ from typing import Any
 import pytest
 
 from tests.engine.helpers import tree_digest
-from workrail.core.canonical import digest_file_name
-from workrail.core.snapshot_state import SnapshotState
+from workrail.core.canonical import canonical_bytes, digest_file_name, sha256_digest
+from workrail.core.snapshot_state import SnapshotState, _parsed
+from workrail.engine.sessions_view import load_session, node_state
 from workrail.store.local.backend import LocalBackend
 from workrail.store.local.snapshot_states import STATES_RELPATH
 
@@ -98,3 +100,46 @@ def test_an_unwritable_index_still_answers_from_the_snapshots(data_dir: Path) ->
     snapshots = LocalBackend.open(data_dir).snapshots
     assert snapshots.states(list(stored)).unwrap() == stored
     assert snapshots.put(_snapshot("later")).unwrap() is not None
+
+
+def test_a_store_from_before_the_index_is_answered_right_and_the_index_filled_lazily(
+    reference_data: Path,
+) -> None:
+    """The reference's data directory (no state index: written by another version), then
+    that version adding a snapshot and removing one behind the index's back."""
+    assert not (reference_data / STATES_RELPATH).exists()
+    sessions = sorted(p.name for p in (reference_data / "sessions").iterdir())
+    backend = LocalBackend.open(reference_data)
+    for sid in sessions:
+        view = load_session(backend, sid)
+        nodes = [node for run in view.runs for node in run.nodes.values()]
+        assert nodes, sid
+        for node in nodes:
+            raw = json.loads(
+                (reference_data / "snapshots" / digest_file_name(node.snapshot_ref)).read_bytes()
+            )
+            assert (node.state, node.step_id) == node_state(_parsed(raw)), node.node_id
+    files = {
+        "sha256:" + p.name.removeprefix("sha256_").removesuffix(".json"): p
+        for p in (reference_data / "snapshots").iterdir()
+    }
+    with sqlite3.connect(reference_data / STATES_RELPATH) as conn:
+        recorded = {ref for (ref,) in conn.execute("SELECT ref FROM states")}
+    assert recorded and recorded <= set(files), "filled with what was read"
+
+    removed = sorted(recorded)[0]
+    files.pop(removed).unlink()
+    added = _snapshot("added-by-another-version")
+    data = canonical_bytes(added)
+    (reference_data / "snapshots" / digest_file_name(sha256_digest(data))).write_bytes(data)
+    expected = {ref: _parsed(json.loads(path.read_bytes())) for ref, path in files.items()} | {
+        sha256_digest(data): SnapshotState("running", "added-by-another-version")
+    }
+    asked = [*expected, removed]
+    assert backend.snapshots.states(asked).unwrap() == expected, "this process remembered it"
+    assert LocalBackend.open(reference_data).snapshots.states(asked).unwrap() == expected
+    for sid in sessions:
+        view = load_session(LocalBackend.open(reference_data), sid)
+        for node in (n for run in view.runs for n in run.nodes.values()):
+            if node.snapshot_ref == removed:
+                assert node.state == "missing_snapshot"

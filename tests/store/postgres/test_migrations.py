@@ -3,11 +3,18 @@ the code is refused."""
 
 from __future__ import annotations
 
+import json
 import threading
+from pathlib import Path
 
 import psycopg
+import pytest
 from returns.result import Failure, Success
 
+from workrail.cli import main
+from workrail.core.canonical import digest_file_name
+from workrail.core.snapshot_state import _parsed
+from workrail.engine.sessions_view import load_session, node_state
 from workrail.store.postgres import open_postgres_backend
 from workrail.store.postgres.migrations import LATEST, MIGRATIONS, VERSION_TABLE
 
@@ -55,3 +62,47 @@ def test_reopening_changes_nothing(postgres_url: str) -> None:
     with psycopg.connect(postgres_url) as conn:
         count = conn.execute(f"SELECT count(*) FROM {VERSION_TABLE}").fetchone()
     assert count is not None and count[0] == len(MIGRATIONS)
+
+
+STATES_VERSION = next(m.version for m in MIGRATIONS if "state_kind" in m.sql)
+"""The migration that added the snapshot state columns (the latest one, so far)."""
+
+
+def test_a_database_from_before_snapshot_states_answers_them_from_the_bodies(
+    postgres_url: str, reference_data: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The reference sessions moved into a database from before the state columns, as a
+    version before them left it: after the upgrade every node's state is what its
+    snapshot says, and reading them writes nothing."""
+    assert main(["migrate", "--from", str(reference_data), "--to", postgres_url]) == 0
+    capsys.readouterr()
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(
+            "ALTER TABLE workrail_snapshots DROP COLUMN state_kind, DROP COLUMN pending_step"
+        )
+        conn.execute(f"DELETE FROM {VERSION_TABLE} WHERE version >= %s", (STATES_VERSION,))
+    sessions = sorted(p.name for p in (reference_data / "sessions").iterdir())
+    backend = open_postgres_backend(postgres_url).unwrap()
+    try:
+        with psycopg.connect(postgres_url) as conn:
+            before = conn.execute(
+                "SELECT md5(string_agg(t::text, '' ORDER BY ref)) FROM workrail_snapshots t"
+            ).fetchone()
+            unrecorded = conn.execute(
+                "SELECT count(*) FROM workrail_snapshots WHERE state_kind IS NULL"
+            ).fetchone()
+        assert unrecorded is not None and unrecorded[0] > 0
+        for sid in sessions:
+            nodes = [n for run in load_session(backend, sid).runs for n in run.nodes.values()]
+            assert nodes, sid
+            for node in nodes:
+                path = reference_data / "snapshots" / digest_file_name(node.snapshot_ref)
+                raw = json.loads(path.read_bytes())
+                assert (node.state, node.step_id) == node_state(_parsed(raw)), node.node_id
+        with psycopg.connect(postgres_url) as conn:
+            after = conn.execute(
+                "SELECT md5(string_agg(t::text, '' ORDER BY ref)) FROM workrail_snapshots t"
+            ).fetchone()
+        assert after == before, "reading states never writes"
+    finally:
+        backend.close()

@@ -6,6 +6,7 @@ non-regular file under a content name is refused on read and replaced on write."
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Collection
 from datetime import UTC, datetime
 from pathlib import Path
@@ -176,7 +177,11 @@ class LocalSnapshotStore(_ContentStore):
 
     def states(self, refs: Collection[str]) -> Result[dict[str, SnapshotState], StoreError]:
         """From memory, else from the state index, else (recording them) from the
-        snapshots themselves; refs that are not stored, or not readable, are left out."""
+        snapshots themselves; refs that are not stored, or not readable, are left out.
+
+        A state once known is a fact of the ref, but whether the snapshot is still there
+        is not (another process's collector, a version that keeps no index, or a person
+        may have removed it): each known one is answered only while its file is there."""
         wanted = [ref for ref in dict.fromkeys(refs) if is_digest(ref)]
         found = self._states.known(wanted)
         unknown = [ref for ref in wanted if ref not in found]
@@ -185,6 +190,7 @@ class LocalSnapshotStore(_ContentStore):
             self._states.learn(recorded)
             found.update(recorded)
             unknown = [ref for ref in unknown if ref not in recorded]
+        found = {ref: state for ref, state in found.items() if self._present(ref)}
         learned: dict[str, SnapshotState] = {}
         for ref in unknown:
             got = self.get(ref)
@@ -195,6 +201,13 @@ class LocalSnapshotStore(_ContentStore):
             self._states.learn(learned)
             found.update(learned)
         return Success(found)
+
+    def _present(self, ref: str) -> bool:
+        """A regular file under the ref's name (what `get` would read, not verified)."""
+        try:
+            return stat.S_ISREG(os.lstat(self._path(ref)).st_mode)
+        except OSError:
+            return False
 
     def delete(self, ref: str) -> Result[bool, StoreError]:
         deleted = super().delete(ref)

@@ -80,15 +80,11 @@ class _ContentTable:
         if isinstance(stored, Failure):
             return stored
         self._cache.put(ref, value, len(data))
-        self._stored(ref, value)
         return Success(ref)
 
     def _facts(self, value: dict[str, Any]) -> dict[str, str | None]:
         """Columns recorded beside the body (derived from it), by name."""
         return {}
-
-    def _stored(self, ref: str, value: dict[str, Any]) -> None:
-        """Told of each object stored."""
 
     def get(self, ref: str) -> Result[dict[str, Any] | None, StoreError]:
         """The stored object, None when absent, an error when its bytes are not what the
@@ -179,24 +175,19 @@ class PostgresSnapshotStore(_ContentTable):
         state = snapshot_state(value)
         return {"state_kind": state.kind, "pending_step": state.pending_step}
 
-    def _stored(self, ref: str, value: dict[str, Any]) -> None:
-        self._states.learn({ref: snapshot_state(value)})
-
     def states(self, refs: Collection[str]) -> Result[dict[str, SnapshotState], StoreError]:
-        """From memory, else the recorded columns (one query), else — for rows stored
-        before they existed — from the bodies, read in batches and never written back
-        (reads never write)."""
+        """The recorded columns (one query, so what another replica deleted is never
+        answered); for rows stored before they existed, from memory, else from the
+        bodies, read in batches and never written back (reads never write)."""
         wanted = [ref for ref in dict.fromkeys(refs) if is_digest(ref)]
-        found = self._states.known(wanted)
-        unknown = [ref for ref in wanted if ref not in found]
-        if not unknown:
-            return Success(found)
+        if not wanted:
+            return Success({})
 
         def select(conn: Connection) -> dict[str, SnapshotState]:
             rows = conn.execute(
                 "SELECT ref, state_kind, pending_step FROM workrail_snapshots "
                 "WHERE ref = ANY(%s)",
-                (unknown,),
+                (wanted,),
             ).fetchall()
             known: dict[str, SnapshotState] = {}
             unrecorded = []
@@ -205,23 +196,24 @@ class PostgresSnapshotStore(_ContentTable):
                     known[str(ref)] = SnapshotState(str(kind), None if step is None else str(step))
                 else:
                     unrecorded.append(str(ref))
-            for start in range(0, len(unrecorded), BODY_BATCH):
+            remembered = self._states.known(unrecorded)
+            known.update(remembered)
+            unread = [ref for ref in unrecorded if ref not in remembered]
+            read: dict[str, SnapshotState] = {}
+            for start in range(0, len(unread), BODY_BATCH):
                 for ref, body in conn.execute(
                     "SELECT ref, body FROM workrail_snapshots WHERE ref = ANY(%s)",
-                    (unrecorded[start : start + BODY_BATCH],),
+                    (unread[start : start + BODY_BATCH],),
                     binary=True,
                 ).fetchall():
                     value = decode_content(str(ref), bytes(body))
                     if isinstance(value, Success):
-                        known[str(ref)] = snapshot_state(value.unwrap())
+                        read[str(ref)] = snapshot_state(value.unwrap())
+            self._states.learn(read)
+            known.update(read)
             return known
 
-        loaded = self._db.run(select)
-        if isinstance(loaded, Failure):
-            return loaded
-        self._states.learn(loaded.unwrap())
-        found.update(loaded.unwrap())
-        return Success(found)
+        return self._db.run(select)
 
     def delete(self, ref: str) -> Result[bool, StoreError]:
         self._states.forget(ref)

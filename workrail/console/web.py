@@ -40,6 +40,11 @@ def _templates() -> Jinja2Templates:
     env.globals["urlencode"] = urlencode
     env.trim_blocks = True
     env.lstrip_blocks = True
+    # The templates ship with the package and never change under a running console:
+    # compiled once here, at start-up, rather than by whoever opens the first page.
+    env.auto_reload = False
+    for name in env.list_templates(extensions=["html"]):
+        env.get_template(name)
     return templates
 
 

@@ -33,6 +33,12 @@ HOSTILE = [
     "<<script>script>alert(1)<</script>/script>",
     '<a href="x" onclick="alert(1)">x</a>',
     "[x]: javascript:alert(1)\n\n[link][x]",
+    "[x](//evil.example/path)",
+    "[x](/\\evil.example)",
+    "[x](/sessions/sess_01jd0000000000000000000000/delete)",
+    "[x](../workflows)",
+    "[x](#top)",
+    '<a href="//evil.example">x</a>',
     HOSTILE_NOTES,
 ]
 
@@ -79,3 +85,13 @@ def test_ordinary_markdown_still_reads_well() -> None:
 def test_text_that_looks_like_html_is_shown_as_text() -> None:
     html = str(render_markdown("use <b>bold</b> & <script>"))
     assert html == "<p>use &lt;b&gt;bold&lt;/b&gt; &amp; &lt;script&gt;</p>\n"
+
+
+@pytest.mark.parametrize(
+    "link", ["//evil.example/x", "/sessions/sess_01jd0000000000000000000000/delete", "x/y", "#top"]
+)
+def test_relative_and_scheme_relative_links_lose_their_target(link: str) -> None:
+    """Only absolute http, https and mailto links keep an href: a scheme-relative one would
+    leave for another host, a relative one would point into the console itself."""
+    html = str(render_markdown(f"see [there]({link})"))
+    assert "href" not in html and "there</a>" in html, html

@@ -3,7 +3,9 @@
 Notes and artifacts come from agents, so they are untrusted. Two independent layers:
 markdown-it-py renders CommonMark with raw HTML disabled (tags in the text come out as
 text), then nh3 (the Ammonia sanitiser) keeps only a small allow-list of tags and
-attributes and only http, https and mailto links. No script, style, event handler,
+attributes and only absolute http, https and mailto links (relative and scheme-relative
+ones, `/x` or `//host`, lose their target: they would point into the console or leave for
+a host the text does not name). No script, style, event handler,
 `javascript:`/`data:` URL or iframe survives either layer; the console's
 Content-Security-Policy (no inline script) is the third.
 """
@@ -47,6 +49,7 @@ def render_markdown(text: str) -> Markup:
         tags=set(ALLOWED_TAGS),
         attributes={k: set(v) for k, v in ALLOWED_ATTRIBUTES.items()},
         url_schemes=set(URL_SCHEMES),
+        url_relative="deny",
         link_rel="noopener noreferrer nofollow",
         strip_comments=True,
     )

@@ -120,7 +120,7 @@ def build_console(deps: ConsoleDeps) -> Starlette:
     """The console as an ASGI app (mountable, e.g. at /console under `workrail serve`)."""
     templates = _templates()
     context = pages.PageContext(deps, templates)
-    streams = live.Streams()
+    streams = live.Streams(deps.backend.watch)
     routes = [
         Route("/", context.wrap(pages.sessions_index), name="sessions"),
         Route("/sessions/{session_id}", context.wrap(pages.session_page), name="session"),
@@ -161,7 +161,7 @@ def build_console(deps: ConsoleDeps) -> Starlette:
             context.wrap(workflows_page.workflow_page),
             name="workflow",
         ),
-        Route("/live", live.stream_endpoint(deps, streams), name="live"),
+        Route("/live", live.stream_endpoint(streams), name="live"),
         Mount("/static", app=StaticFiles(directory=str(PACKAGE_DIR / "static")), name="static"),
     ]
 

@@ -8,9 +8,11 @@
   const toggle = document.getElementById("live-toggle");
   const PAUSE_KEY = "workrail.console.paused";
   const POLL_MS = 3000;
+  const STREAM_RETRY_MS = 30000;
   let paused = localStorage.getItem(PAUSE_KEY) === "1";
   let source = null;
   let pollTimer = null;
+  let retryTimer = null;
   let failures = 0;
   let refreshing = false;
   let again = false;
@@ -126,12 +128,47 @@
       clearInterval(pollTimer);
       pollTimer = null;
     }
+    if (retryTimer) {
+      clearTimeout(retryTimer);
+      retryTimer = null;
+    }
   }
 
   function startPolling() {
     stop();
     setState("polling", "polling");
     pollTimer = setInterval(refresh, POLL_MS);
+  }
+
+  function openStream() {
+    const stream = new EventSource(liveUrl);
+    source = stream;
+    stream.addEventListener("ready", () => {
+      failures = 0;
+      if (pollTimer) {
+        clearInterval(pollTimer); // streaming again after a refusal: stop polling
+        pollTimer = null;
+      }
+      setState("live", "live");
+    });
+    stream.addEventListener("change", () => refresh());
+    stream.addEventListener("problem", () => startPolling());
+    stream.onerror = () => {
+      if (stream !== source) return;
+      if (stream.readyState === EventSource.CLOSED) {
+        // Refused rather than dropped (503: the console has as many streams open as it
+        // takes), which EventSource does not retry by itself: poll, try again later.
+        startPolling();
+        retryTimer = setTimeout(() => {
+          retryTimer = null;
+          if (!paused) openStream();
+        }, STREAM_RETRY_MS);
+        return;
+      }
+      failures += 1;
+      if (failures >= 3) startPolling();
+      else setState("connecting", "reconnecting…");
+    };
   }
 
   function connect() {
@@ -141,18 +178,7 @@
       startPolling();
       return;
     }
-    source = new EventSource(liveUrl);
-    source.addEventListener("ready", () => {
-      failures = 0;
-      setState("live", "live");
-    });
-    source.addEventListener("change", () => refresh());
-    source.addEventListener("problem", () => startPolling());
-    source.onerror = () => {
-      failures += 1;
-      if (failures >= 3) startPolling();
-      else setState("connecting", "reconnecting…");
-    };
+    openStream();
   }
 
   if (toggle) {

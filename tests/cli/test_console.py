@@ -13,7 +13,10 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from tests.mcp.servers import ROOT, server_env
+from workrail.mcp.http_guard import HEAD_TIMEOUT_S
 
 
 def _spawn(data_dir: Path, *args: str) -> subprocess.Popen[str]:
@@ -53,6 +56,47 @@ def test_console_prints_its_url_serves_and_stops(data_dir: Path) -> None:
         proc.stderr.close()
         proc.stdout.close()
     assert "Traceback" not in errors
+
+
+def _spawn_ready(data_dir: Path) -> tuple[subprocess.Popen[str], int]:
+    proc = _spawn(data_dir, "--port", "0")
+    assert proc.stdout is not None
+    proc.stdout.readline()
+    url = proc.stdout.readline().strip()
+    proc.stdout.readline()
+    found = re.match(r"http://127\.0\.0\.1:(\d+)/", url)
+    assert found, url
+    return proc, int(found[1])
+
+
+def _closed_by_server(sock: socket.socket, within: float) -> bool:
+    sock.settimeout(within)
+    try:
+        while sock.recv(4096):
+            pass
+    except TimeoutError:
+        return False
+    except ConnectionResetError:
+        return True
+    return True
+
+
+@pytest.mark.slow
+def test_silent_connections_are_closed_like_serves(data_dir: Path) -> None:
+    """The same connection guards as `serve` (http_guard): a socket that never sends a
+    request head is closed after HEAD_TIMEOUT_S instead of being held forever."""
+    proc, port = _spawn_ready(data_dir)
+    silent = [socket.create_connection(("127.0.0.1", port)) for _ in range(5)]
+    try:
+        for sock in silent:
+            assert _closed_by_server(sock, HEAD_TIMEOUT_S + 10)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as reply:
+            assert reply.status == 200, "and it still serves whoever behaves"
+    finally:
+        for sock in silent:
+            sock.close()
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=20)
 
 
 def test_port_in_use_is_one_line_and_a_non_zero_exit(data_dir: Path) -> None:

@@ -26,6 +26,7 @@ from tests.console.scenarios import damage_tail
 from tests.engine.conftest import engine_over
 from tests.services import missing
 from workrail.app import build_console, open_backend, open_backend_at
+from workrail.cli.console import server_config
 from workrail.config import Overrides, WorkrailConfig, load_config
 from workrail.console.security import Guard
 from workrail.console.web import stop_live_streams
@@ -137,11 +138,7 @@ def start_console(
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
     port = sock.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(
-            app, log_config=None, log_level="warning", lifespan="off", timeout_graceful_shutdown=1
-        )
-    )
+    server = uvicorn.Server(server_config(app))  # what `workrail console` serves with
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     running = RunningConsole(

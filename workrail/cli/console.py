@@ -1,10 +1,11 @@
 """`workrail console`: the web console on a loopback port, straight over the store (no MCP
 server needed). Prints its URL with this start's secret; a port already in use is one
-line and a non-zero exit."""
+line and a non-zero exit. Served with the connection guards `workrail serve` has."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import errno
 import logging
 import socket
@@ -23,6 +24,7 @@ from workrail.cli.context import Cli, port_number
 from workrail.console.security import LOOPBACK_NAMES, SECRET_PARAM, Guard
 from workrail.console.web import stop_live_streams
 from workrail.core.errors import envelope
+from workrail.mcp.http_guard import ExhaustionLogOnce, uvicorn_options
 
 DEFAULT_PORT = 3456
 
@@ -51,6 +53,19 @@ class _ConsoleServer(uvicorn.Server):
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         self._on_exit()
         super().handle_exit(sig, frame)
+
+
+def server_config(app: Any) -> uvicorn.Config:
+    """uvicorn for the console with the connection hygiene `serve` has (http_guard): a
+    request head must arrive within seconds of connecting, and connections are capped."""
+    return uvicorn.Config(
+        app,
+        log_config=None,
+        log_level="warning",
+        lifespan="off",
+        timeout_graceful_shutdown=2,
+        **uvicorn_options(),
+    )
 
 
 def console_url(host: str, port: int, secret: str, path: str = "/") -> str:
@@ -98,16 +113,14 @@ def run_console(cli: Cli) -> int:
     if args.open:
         webbrowser.open(url)
     logging.basicConfig(level=logging.WARNING, force=False)
-    config = uvicorn.Config(
-        app,
-        log_config=None,
-        log_level="warning",
-        lifespan="off",
-        timeout_graceful_shutdown=2,
-    )
-    server = _ConsoleServer(config, lambda: stop_live_streams(app))
+    server = _ConsoleServer(server_config(app), lambda: stop_live_streams(app))
+
+    async def serve() -> None:
+        asyncio.get_running_loop().set_exception_handler(ExhaustionLogOnce())
+        await server.serve([sock])
+
     try:
-        anyio.run(server.serve, [sock])
+        anyio.run(serve)
     except KeyboardInterrupt:
         return 130
     finally:

@@ -3,8 +3,9 @@ log, and the export download.
 
 Handlers are plain functions of (page context, request); read handlers run in a worker
 thread because the store ports block. None of them writes: the only action here
-(export) is wrapped by `PageContext.wrap_write`, which checks secret, CSRF and Origin
-first.
+(export) is wrapped by `PageContext.wrap_write`, which checks the secret's cookie and the
+Origin before it reads a byte of the body, then reads only a small urlencoded form and
+checks its CSRF token.
 """
 
 from __future__ import annotations
@@ -16,14 +17,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 import anyio
 from returns.result import Failure
-from starlette.datastructures import FormData
+from starlette.datastructures import FormData, UploadFile
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
 
 from workrail.console.dag import lay_out
@@ -66,10 +67,19 @@ class PageContext:
 
     def wrap_write(self, handler: WriteHandler) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
-            form = await request.form()
-            refused = self.refuse_write(request, form)
+            refused = self.refuse_sender(request)  # neither check needs the body
             if refused is not None:
                 return refused
+            form = await read_small_form(request)
+            if isinstance(form, Response):
+                return form
+            token = form.get(CSRF_FIELD)
+            if not (isinstance(token, str) and self.deps.guard.csrf_ok(token)):
+                return self.error_page(
+                    request,
+                    403,
+                    "Refused: the form's token is missing or stale. Reload the page and retry.",
+                )
             return await anyio.to_thread.run_sync(handler, self, request, form)
 
         return endpoint
@@ -77,25 +87,22 @@ class PageContext:
     def authorised(self, request: Request) -> bool:
         return self.deps.guard.secret_ok(request.cookies.get(COOKIE_NAME))
 
-    def refuse_write(self, request: Request, form: FormData) -> Response | None:
-        """Why a write is refused (a 403 page that says what to do), or None."""
-        guard = self.deps.guard
+    def refuse_sender(self, request: Request) -> Response | None:
+        """Why a write is refused before its body is read (a 403 page that says what to
+        do), or None: it needs the secret's cookie and an Origin naming this console."""
         if not self.authorised(request):
             reason = (
                 "This action needs the console's secret. Open the URL that `workrail console` "
                 "printed when it started (it carries the secret), then try again."
             )
-        elif not guard.origin_ok(
+        elif not self.deps.guard.origin_ok(
             request.headers.get("origin"),
             request.headers.get("referer"),
             request.headers.get("host", ""),
         ):
             reason = "Refused: the request did not come from a page of this console."
         else:
-            token = form.get(CSRF_FIELD)
-            if isinstance(token, str) and guard.csrf_ok(token):
-                return None
-            reason = "Refused: the form's token is missing or stale. Reload the page and retry."
+            return None
         return self.error_page(request, 403, reason)
 
     def render(
@@ -127,6 +134,50 @@ class PageContext:
             live_url=None,
             version="",
         )
+
+
+MAX_FORM_BYTES: Final = 16 * 1024
+"""The console's forms carry a token and an id or two: anything bigger is not one of them."""
+MAX_FORM_FIELDS: Final = 16
+FORM_TYPE: Final = "application/x-www-form-urlencoded"
+
+
+async def read_small_form(request: Request) -> FormData | Response:
+    """The body of a write as a form, read only if it is a small urlencoded one (by its
+    Content-Length and again while reading, for a chunked body); otherwise a plain 413 or
+    415. Multipart bodies, which a foreign page may send without CORS, are never spooled."""
+    kind = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if kind != FORM_TYPE:
+        return PlainTextResponse(
+            f"The console's actions take {FORM_TYPE} forms only.", status_code=415
+        )
+    too_big = PlainTextResponse(
+        f"A console form is at most {MAX_FORM_BYTES} bytes.", status_code=413
+    )
+    try:
+        declared = int(request.headers.get("content-length", "0"))
+    except ValueError:
+        return PlainTextResponse("Bad Content-Length.", status_code=400)
+    if declared > MAX_FORM_BYTES:
+        return too_big
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM_BYTES:
+            return too_big
+    try:
+        fields: list[tuple[str, str | UploadFile]] = list(
+            parse_qsl(
+                body.decode("latin-1"),
+                keep_blank_values=True,
+                encoding="utf-8",
+                errors="replace",
+                max_num_fields=MAX_FORM_FIELDS,
+            )
+        )
+    except ValueError:
+        return PlainTextResponse("Too many form fields.", status_code=400)
+    return FormData(fields)
 
 
 def _not_found(what: str) -> HTTPException:

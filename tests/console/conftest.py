@@ -28,7 +28,7 @@ from tests.services import missing
 from workrail.app import build_console, open_backend, open_backend_at
 from workrail.cli.console import server_config
 from workrail.config import Overrides, WorkrailConfig, load_config
-from workrail.console.security import Guard
+from workrail.console.security import Guard, cookie_name
 from workrail.console.web import stop_live_streams
 from workrail.engine.api import Engine
 from workrail.store.ports import Backend
@@ -88,6 +88,15 @@ class RunningConsole:
     @property
     def host(self) -> str:
         return urlsplit(self.base_url).netloc
+
+    @property
+    def cookie(self) -> str:
+        """The Cookie header a browser that opened the secret URL sends."""
+        return f"{self.cookie_name}={self.guard.secret}"
+
+    @property
+    def cookie_name(self) -> str:
+        return cookie_name({"server": ("127.0.0.1", int(self.host.rsplit(":", 1)[1]))})
 
     @property
     def secret_url(self) -> str:

@@ -12,12 +12,11 @@ from tests.console.conftest import RunningConsole, Store
 from tests.console.scenarios import forked_blocked_looped, long_flow, long_run, started
 from tests.engine.helpers import ok
 from workrail.console.dag import KEEP
-from workrail.console.security import COOKIE_NAME
 from workrail.engine.api import Engine
 
 
 def _cookie(console: RunningConsole) -> str:
-    return f"{COOKIE_NAME}={console.guard.secret}"
+    return console.cookie
 
 
 def _export(console: RunningConsole, sid: str, **overrides: str | None) -> tuple[int, str]:
@@ -60,7 +59,7 @@ def test_secret_link_sets_a_strict_httponly_cookie_and_leaves_the_url(
     assert reply.status == 303
     assert reply.headers["location"].endswith("/workflows?x=1")
     (cookie,) = reply.cookies
-    assert cookie.startswith(f"{COOKIE_NAME}={console.guard.secret};")
+    assert cookie.startswith(f"{console.cookie};")
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/" in cookie
     wrong = console.get("/?secret=not-the-secret")
     assert wrong.status == 303 and wrong.cookies == []
@@ -85,7 +84,7 @@ def test_export_needs_secret_csrf_and_origin(
     before = store.digest()
     status, body = _export(console, sid, cookie=None)
     assert status == 403 and "needs the console&#39;s secret" in body
-    status, body = _export(console, sid, cookie=f"{COOKIE_NAME}=guess")
+    status, body = _export(console, sid, cookie=f"{console.cookie_name}=guess")
     assert status == 403
     status, body = _export(console, sid, csrf=None)
     assert status == 403 and "token is missing or stale" in body

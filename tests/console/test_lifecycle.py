@@ -11,7 +11,6 @@ from urllib.parse import urlencode
 from tests.console.conftest import RunningConsole, Store, screenshot
 from tests.console.scenarios import forked_blocked_looped, started
 from tests.engine.helpers import ok
-from workrail.console.security import COOKIE_NAME
 from workrail.engine.api import Engine
 from workrail.mcp.resume_tool import resume_handler
 
@@ -32,7 +31,7 @@ def _ids(page: Any) -> set[str]:
 
 def _post(console: RunningConsole, path: str, form: dict[str, str], **headers: str) -> Any:
     sent = {
-        "Cookie": f"{COOKIE_NAME}={console.guard.secret}",
+        "Cookie": console.cookie,
         "Origin": console.base_url,
         "Content-Type": "application/x-www-form-urlencoded",
         **headers,

@@ -8,10 +8,9 @@ from urllib.parse import urlencode
 
 import pytest
 
-from tests.console.conftest import RunningConsole, Store
+from tests.console.conftest import RunningConsole, Store, start_console
 from tests.console.scenarios import started
 from workrail.console.pages import MAX_FORM_BYTES
-from workrail.console.security import COOKIE_NAME
 from workrail.engine.api import Engine
 
 HUGE = 200_000_000
@@ -55,7 +54,7 @@ def test_a_refused_sender_is_answered_before_its_body_is_read(
     """A 200 MB multipart upload from a foreign page is refused at its head, not spooled."""
     sid, _ = started(engine)
     before = store.digest()
-    cookie = f"Cookie: {COOKIE_NAME}={console.guard.secret}"
+    cookie = f"Cookie: {console.cookie}"
     head = [
         f"POST /sessions/{sid}/archive HTTP/1.1",
         *(cookie if h == "COOKIE" else h for h in sender),
@@ -70,7 +69,7 @@ def test_a_refused_sender_is_answered_before_its_body_is_read(
 def _authorised_head(console: RunningConsole, sid: str, content_type: str) -> list[str]:
     return [
         f"POST /sessions/{sid}/archive HTTP/1.1",
-        f"Cookie: {COOKIE_NAME}={console.guard.secret}",
+        f"Cookie: {console.cookie}",
         f"Origin: {console.base_url}",
         f"Content-Type: {content_type}",
     ]
@@ -144,3 +143,36 @@ def test_only_small_urlencoded_forms_are_read(
         form,
     )
     assert _status(answer) == 303 and b"notice=archived" in answer
+
+
+def test_two_consoles_on_one_host_keep_their_secrets_apart(
+    console: RunningConsole, store: Store, engine: Engine
+) -> None:
+    """Cookies are not port-scoped: a browser sends every console on the host the cookies
+    of all of them. Each console must find its own among them, whichever comes first."""
+    other = start_console(store.data_dir, store_url=store.url)
+    try:
+        assert other.cookie_name != console.cookie_name
+        for running in (console, other):
+            (set_cookie,) = running.get(f"/?secret={running.guard.secret}").cookies
+            assert set_cookie.startswith(f"{running.cookie};")
+        sid, _ = started(engine)
+        for both in (f"{console.cookie}; {other.cookie}", f"{other.cookie}; {console.cookie}"):
+            for running in (console, other):
+                page = running.get("/", Cookie=both)
+                assert "actions enabled" in page.body, (running.base_url, both)
+                form = urlencode({"csrf": running.guard.csrf}).encode()
+                reply = running.request(
+                    "POST",
+                    f"/sessions/{sid}/export",
+                    body=form,
+                    headers={
+                        "Cookie": both,
+                        "Origin": running.base_url,
+                        "Content-Type": "application/x-www-form-urlencoded",
+                    },
+                )
+                assert reply.status == 200 and sid in reply.body
+    finally:
+        other.stop()
+        other.backend.close()

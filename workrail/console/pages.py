@@ -30,7 +30,7 @@ from starlette.templating import Jinja2Templates
 from workrail.console.dag import lay_out
 from workrail.console.deps import ConsoleDeps
 from workrail.console.event_log import EventPage, matching, page_of, parse_filter
-from workrail.console.security import COOKIE_NAME, CSRF_FIELD
+from workrail.console.security import CSRF_FIELD, cookie_name
 from workrail.console.session_list import parse_list
 from workrail.core.events import EVENT_KINDS
 from workrail.core.ids import is_session_id
@@ -85,7 +85,7 @@ class PageContext:
         return endpoint
 
     def authorised(self, request: Request) -> bool:
-        return self.deps.guard.secret_ok(request.cookies.get(COOKIE_NAME))
+        return self.deps.guard.secret_ok(request.cookies.get(cookie_name(request.scope)))
 
     def refuse_sender(self, request: Request) -> Response | None:
         """Why a write is refused before its body is read (a 403 page that says what to

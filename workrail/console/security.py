@@ -4,7 +4,8 @@
   page on another site cannot reach it through DNS rebinding.
 * **Per-start secret**: a random value printed in the console's URL. Opening that URL once
   sets it as an HttpOnly, SameSite=Strict cookie and redirects to the same page without
-  it, so it leaves the address bar and the history. Write actions need the cookie.
+  it, so it leaves the address bar and the history. Write actions need the cookie, whose
+  name is the console's own (per port), so consoles side by side keep theirs apart.
 * **CSRF token + Origin** (every write): a form field that only a page of this console
   can know, and an `Origin` (or, failing that, `Referer`) naming this console.
 
@@ -16,15 +17,27 @@ from __future__ import annotations
 
 import hmac
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 SECRET_PARAM: Final = "secret"
-COOKIE_NAME: Final = "workrail_console"
+COOKIE_PREFIX: Final = "workrail_console"
 CSRF_FIELD: Final = "csrf"
 LOOPBACK_NAMES: Final = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def cookie_name(scope: Mapping[str, Any]) -> str:
+    """The secret's cookie name for the console serving `scope`: its own per listening
+    port. Cookies are not port-scoped, so with one shared name a second console on the
+    same host (a standalone one beside `serve`'s, or two stores) would overwrite the first
+    one's cookie, or shadow it, and silently disable its actions. A console restarted on
+    the same port reuses the name, so stale cookies do not pile up."""
+    server = scope.get("server")
+    if isinstance(server, (tuple, list)) and len(server) == 2 and server[1] is not None:
+        return f"{COOKIE_PREFIX}_{server[1]}"
+    return COOKIE_PREFIX
 
 
 def host_name(header: str) -> str:

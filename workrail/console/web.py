@@ -25,7 +25,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from workrail.console import live, pages, workflows_page
 from workrail.console.deps import ConsoleDeps
 from workrail.console.markdown import render_markdown
-from workrail.console.security import COOKIE_NAME, CSRF_FIELD, SECRET_PARAM, SECURITY_HEADERS, Guard
+from workrail.console.security import (
+    CSRF_FIELD,
+    SECRET_PARAM,
+    SECURITY_HEADERS,
+    Guard,
+    cookie_name,
+)
 
 log = logging.getLogger("workrail.console")
 
@@ -89,7 +95,7 @@ class GuardMiddleware:
             return RedirectResponse(str(URL(str(target)).replace(query=query)), status_code=303)
         response = RedirectResponse(str(target), status_code=303)
         response.set_cookie(
-            COOKIE_NAME,
+            cookie_name(request.scope),
             self.guard.secret,
             httponly=True,
             samesite="strict",

@@ -4,6 +4,7 @@ port already in use is one line and a non-zero exit."""
 
 from __future__ import annotations
 
+import http.client
 import re
 import signal
 import socket
@@ -95,6 +96,70 @@ def test_silent_connections_are_closed_like_serves(data_dir: Path) -> None:
     finally:
         for sock in silent:
             sock.close()
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=20)
+
+
+def _status(port: int, host: str, path: str = "/") -> int:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", path, headers={"Host": host})
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+def test_a_wildcard_host_prints_a_loopback_url_and_answers_ip_addresses(data_dir: Path) -> None:
+    """`--host 0.0.0.0`: the printed URL works, and so does any IP address of the machine
+    (an IP literal cannot come from DNS rebinding); a name needs --allow-host."""
+    proc = _spawn(data_dir, "--host", "0.0.0.0", "--port", "0", "--allow-host", "Box.lan")
+    try:
+        assert proc.stdout is not None
+        proc.stdout.readline()
+        url = proc.stdout.readline().strip()
+        proc.stdout.readline()
+        warning = proc.stdout.readline()
+        found = re.match(r"http://127\.0\.0\.1:(\d+)/\?secret=[\w-]+$", url)
+        assert found, url
+        port = int(found[1])
+        assert "every address" in warning and "--allow-host" in warning
+        assert _status(port, f"127.0.0.1:{port}", url.split(str(port), 1)[1]) == 303
+        for allowed in ("10.1.2.3", "192.168.0.7", "[fe80::1]", "box.lan", "localhost"):
+            assert _status(port, f"{allowed}:{port}") == 200, allowed
+        for refused in ("evil.example", "10.1.2.3.nip.io", "box.lan.evil.example"):
+            assert _status(port, f"{refused}:{port}") == 421, refused
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=20)
+
+
+def test_serve_on_a_wildcard_host_names_a_console_url_that_works(data_dir: Path) -> None:
+    from tests.mcp.servers import free_port, wait_until_accepting
+
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "workrail", "serve", "--host", "0.0.0.0", "--port", str(port)],
+        env=server_env(data_dir),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        secret_url = ""
+        for _ in range(200):
+            found = re.search(
+                r"console at (http://\S+/console/\?secret=[\w-]+)", proc.stderr.readline()
+            )
+            if found:
+                secret_url = found[1]
+                break
+        assert secret_url.startswith(f"http://127.0.0.1:{port}/console/"), secret_url
+        wait_until_accepting(proc, port)  # type: ignore[arg-type]
+        assert _status(port, f"127.0.0.1:{port}", secret_url.split(str(port), 1)[1]) == 303
+        assert _status(port, f"10.1.2.3:{port}", "/console/") == 200
+    finally:
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=20)
 

@@ -21,7 +21,13 @@ from returns.result import Failure
 from workrail import __version__
 from workrail.app import build_console
 from workrail.cli.context import Cli, port_number
-from workrail.console.security import LOOPBACK_NAMES, SECRET_PARAM, Guard
+from workrail.console.security import (
+    LOOPBACK_NAMES,
+    SECRET_PARAM,
+    WILDCARD_HOSTS,
+    Guard,
+    browse_host,
+)
 from workrail.console.web import stop_live_streams
 from workrail.core.errors import envelope
 from workrail.mcp.http_guard import ExhaustionLogOnce, uvicorn_options
@@ -92,14 +98,14 @@ def run_console(cli: Cli) -> int:
             )
         return 1
     port = sock.getsockname()[1]
-    guard = Guard.for_bind(host)
+    guard = Guard.for_bind(host, args.allow_host or ())
     built = build_console(cli.config, backend, guard, __version__)
     if isinstance(built, Failure):
         sock.close()
         problem = built.failure()
         return cli.fail(envelope(problem.code, problem.message))
     app = built.unwrap()
-    url = console_url(host, port, guard.secret)
+    url = console_url(browse_host(host), port, guard.secret)
     out = cli.out
     out.write(f"WorkRail console for {backend.location}\n")
     out.write(f"  {url}\n")
@@ -107,7 +113,13 @@ def run_console(cli: Cli) -> int:
         "Open this URL: it carries this start's secret, which the archive, delete and export "
         "actions need. Ctrl-C stops the console.\n"
     )
-    if host not in LOOPBACK_NAMES:
+    if host in WILDCARD_HOSTS:
+        out.write(
+            f"Warning: listening on every address of this machine ({host or 'all'}), not only "
+            f"on loopback. Other machines reach it at http://ADDRESS:{port}/ with any of its IP "
+            "addresses; a host name needs --allow-host NAME.\n"
+        )
+    elif host not in LOOPBACK_NAMES:
         out.write(f"Warning: listening on {host}, not only on this machine's loopback.\n")
     out.flush()
     if args.open:
@@ -144,6 +156,13 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     )
     console.add_argument(
         "--host", default="127.0.0.1", help="bind address (default 127.0.0.1, loopback only)"
+    )
+    console.add_argument(
+        "--allow-host",
+        action="append",
+        metavar="NAME",
+        help="also answer requests for this host name (repeatable; e.g. the machine's name "
+        "when --host 0.0.0.0, which answers its IP addresses already)",
     )
     console.add_argument("--open", action="store_true", help="open the URL in a browser")
     console.set_defaults(handler=run_console)

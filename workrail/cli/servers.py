@@ -17,7 +17,7 @@ from returns.result import Failure
 from workrail import __version__
 from workrail.app import build_console, open_fence
 from workrail.cli.context import INTERRUPTED, Cli, exit_now, port_number
-from workrail.console.security import SECRET_PARAM, Guard
+from workrail.console.security import SECRET_PARAM, Guard, browse_host
 from workrail.console.web import stop_live_streams
 
 if TYPE_CHECKING:
@@ -136,7 +136,9 @@ def run_serve(cli: Cli) -> int:
     with _serving(cli) as (engine, fence):
         url = _http_url(args.host, args.port)
         fence_line = f", effect checkpoint API at {url}/v1/tools/workflow-checkpoint"
-        console, console_line = _console(cli, args.host, url)
+        console, console_line = _console(
+            cli, args.host, _http_url(browse_host(args.host), args.port)
+        )
         ready = _announce(
             cli,
             f"workrail serve {__version__}: MCP at {url}/mcp"

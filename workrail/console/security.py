@@ -1,7 +1,8 @@
 """What keeps the console's few write actions safe on a machine shared with a browser.
 
-* **Host check** (every request): only the names the console was bound to answer, so a
-  page on another site cannot reach it through DNS rebinding.
+* **Host check** (every request): only the names the console was bound to answer (and
+  those of `--allow-host`; on a wildcard bind, any IP address too), so a page on another
+  site cannot reach it through DNS rebinding, which always brings the attacker's name.
 * **Per-start secret**: a random value printed in the console's URL. Opening that URL once
   sets it as an HttpOnly, SameSite=Strict cookie and redirects to the same page without
   it, so it leaves the address bar and the history. Write actions need the cookie, whose
@@ -16,6 +17,7 @@ answers (same-origin policy; the Host check stops rebinding).
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -26,6 +28,7 @@ SECRET_PARAM: Final = "secret"
 COOKIE_PREFIX: Final = "workrail_console"
 CSRF_FIELD: Final = "csrf"
 LOOPBACK_NAMES: Final = frozenset({"127.0.0.1", "localhost", "::1"})
+WILDCARD_HOSTS: Final = frozenset({"0.0.0.0", "::", ""})
 
 
 def cookie_name(scope: Mapping[str, Any]) -> str:
@@ -50,6 +53,21 @@ def host_name(header: str) -> str:
     return header
 
 
+def is_ip_literal(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+def browse_host(bind_host: str) -> str:
+    """The address to print for a bind address: a wildcard bind is reached on loopback."""
+    if bind_host in WILDCARD_HOSTS:
+        return "::1" if ":" in bind_host else "127.0.0.1"
+    return bind_host
+
+
 @dataclass(frozen=True)
 class Guard:
     """The per-start secrets and the names this console answers to."""
@@ -57,17 +75,26 @@ class Guard:
     secret: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     hosts: frozenset[str] = LOOPBACK_NAMES
+    any_ip: bool = False
+    """Answer to every IP-literal Host too (a wildcard bind: whichever address of the
+    machine a browser used). DNS rebinding always brings a name, never an IP literal, so
+    this keeps the protection."""
 
     @classmethod
     def for_bind(cls, bind_host: str, extra_hosts: Iterable[str] = ()) -> Guard:
-        """Loopback names always; the bind address too when it is not a wildcard."""
-        names = set(LOOPBACK_NAMES) | {h.lower() for h in extra_hosts}
-        if bind_host not in ("0.0.0.0", "::", ""):
+        """Loopback names and `extra_hosts` always; the bind address too, or, for a
+        wildcard bind, every IP address."""
+        names = set(LOOPBACK_NAMES) | {host_name(h) for h in extra_hosts}
+        wildcard = bind_host in WILDCARD_HOSTS
+        if not wildcard:
             names.add(host_name(bind_host) if bind_host.startswith("[") else bind_host.lower())
-        return cls(hosts=frozenset(names))
+        return cls(hosts=frozenset(names), any_ip=wildcard)
 
     def host_allowed(self, host_header: str | None) -> bool:
-        return bool(host_header) and host_name(host_header or "") in self.hosts
+        if not host_header:
+            return False
+        name = host_name(host_header)
+        return name in self.hosts or (self.any_ip and is_ip_literal(name))
 
     def secret_ok(self, presented: str | None) -> bool:
         return presented is not None and hmac.compare_digest(

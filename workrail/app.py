@@ -21,7 +21,6 @@ from workrail.engine.signing import KeyringCodec
 from workrail.probes.git import GitWorkspaceProbe
 from workrail.store.local.backend import LocalBackend
 from workrail.store.ports import Backend
-from workrail.store.postgres import open_postgres_backend
 from workrail.workflow.catalog import Catalog, LoadedWorkflow
 from workrail.workflow.sources import DiscoveryConfig, discover
 
@@ -155,6 +154,9 @@ def open_backend_at(
     directory's keyring is checked as `open_backend` checks it: `allow_insecure_keys`
     (the configuration's) turns a keyring others can read into a logged warning."""
     if isinstance(location, str) and location.startswith(POSTGRES_SCHEMES):
+        # Imported here: psycopg costs a server on files (and `workrail mcp`'s start) 60 ms.
+        from workrail.store.postgres import open_postgres_backend
+
         opened = open_postgres_backend(location)
         if isinstance(opened, Failure):
             problem = opened.failure()

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from returns.result import Failure
-from rich.console import Console
-from rich.markup import escape
 
 from workrail.config import ConfigError, Overrides, WorkrailConfig, load_config
 from workrail.core.errors import envelope, retry_of, spec_of, suggestion_of
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from workrail.engine.api import Engine
     from workrail.store.ports import Backend
 
@@ -142,6 +142,8 @@ class Cli:
             self._engine = None
 
     def console(self, *, stderr: bool = False) -> Console:
+        from rich.console import Console  # only for output to a person (not `workrail mcp`)
+
         return Console(file=self.err if stderr else self.out, highlight=False)
 
     def print_json(self, payload: Any) -> None:
@@ -155,6 +157,8 @@ class Cli:
         if self.as_json:
             self.print_json({"ok": False, "error": error})
         else:
+            from rich.markup import escape
+
             console = self.console(stderr=True)
             details = error.get("details")
             path = details.get("path") if isinstance(details, dict) else None

@@ -17,8 +17,6 @@ from returns.result import Failure
 from workrail import __version__
 from workrail.app import build_console, open_fence
 from workrail.cli.context import INTERRUPTED, Cli, exit_now, port_number
-from workrail.console.security import SECRET_PARAM, Guard, browse_host
-from workrail.console.web import stop_live_streams
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -130,6 +128,8 @@ def run_mcp(cli: Cli) -> int:
 def run_serve(cli: Cli) -> int:
     """MCP at /mcp, the fence's HTTP routes and the web console at /console, on one
     loopback port."""
+    from workrail.console.security import browse_host
+    from workrail.console.web import stop_live_streams
     from workrail.mcp.transport import serve_http
 
     args = cli.args
@@ -161,6 +161,8 @@ def run_serve(cli: Cli) -> int:
 def _console(cli: Cli, host: str, url: str) -> tuple[Starlette | None, str]:
     """The web console for /console and the words that announce it (its URL carries this
     start's secret, which its actions need)."""
+    from workrail.console.security import SECRET_PARAM, Guard
+
     guard = Guard.for_bind(host)
     built = build_console(cli.config, cli.backend(), guard, __version__)
     if isinstance(built, Failure):

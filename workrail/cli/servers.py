@@ -32,7 +32,7 @@ def _serving(cli: Cli) -> Iterator[tuple[Engine, FenceService | None]]:
     """Logging, the engine and the fence service for a server command. A fence that
     cannot start leaves the workflow tools up, with a warning; the fence is closed when
     the server stops."""
-    from workrail.mcp.transport import configure_logging
+    from workrail.mcp.logs import configure_logging
 
     configure_logging(cli.config.log)
     engine = cli.engine()
@@ -102,8 +102,6 @@ def _http_url(host: str, port: int) -> str:
 
 def run_mcp(cli: Cli) -> int:
     """Serve MCP; stdio unless --http. Nothing but protocol is written to stdout."""
-    from workrail.mcp.transport import serve_http, serve_stdio
-
     args = cli.args
     with _serving(cli) as (engine, fence):
         if args.http:
@@ -113,6 +111,8 @@ def run_mcp(cli: Cli) -> int:
                 f"workrail mcp {__version__}: ready at {url}/mcp ({_where(cli, fence)}). "
                 "Ctrl-C stops it.",
             )
+            from workrail.mcp.transport import serve_http
+
             code = serve_http(engine, args.host, args.port, fence, on_ready=ready)
         else:
             ready = _announce(
@@ -120,6 +120,9 @@ def run_mcp(cli: Cli) -> int:
                 f"workrail mcp {__version__}: ready on stdio ({_where(cli, fence)}). An MCP "
                 "client talks to it over stdin/stdout; Ctrl-C stops it.",
             )
+            # Not workrail.mcp.transport: stdio starts without the SDK (see stdio_serve).
+            from workrail.mcp.stdio_serve import serve_stdio
+
             with _ctrl_c_stops_at_once(cli, "mcp"):
                 code = serve_stdio(engine, fence, on_ready=ready, sdk=args.stdio == "sdk")
     return _stopped(cli, "mcp", code)

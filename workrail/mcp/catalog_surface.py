@@ -26,21 +26,12 @@ from mcp_types import (
 )
 
 from workrail.engine.api import Engine
+from workrail.mcp.content import runnable_workflows
 from workrail.mcp.validation import clip
 
 WORKFLOW_URI_PREFIX: Final = "workrail://workflows/"
 WORKFLOW_URI_TEMPLATE: Final = WORKFLOW_URI_PREFIX + "{workflowId}"
 GOAL_MAX_CHARS: Final = 4096
-
-
-def _runnable(engine: Engine) -> list[dict[str, Any]]:
-    """Workflows that load (a null preview hash means the definition is broken)."""
-    listed: list[dict[str, Any]] = engine.list_workflows().unwrap()["workflows"]
-    return [w for w in listed if w.get("workflowHash")]
-
-
-def has_workflows(engine: Engine) -> bool:
-    return bool(_runnable(engine))
 
 
 def list_prompts(engine: Engine, reserved: frozenset[str] = frozenset()) -> list[Prompt]:
@@ -58,13 +49,13 @@ def list_prompts(engine: Engine, reserved: frozenset[str] = frozenset()) -> list
                 )
             ],
         )
-        for w in _runnable(engine)
+        for w in runnable_workflows(engine)
         if w["workflowId"] not in reserved
     ]
 
 
 def get_prompt(engine: Engine, name: str, arguments: dict[str, Any] | None) -> GetPromptResult:
-    workflow = next((w for w in _runnable(engine) if w["workflowId"] == name), None)
+    workflow = next((w for w in runnable_workflows(engine) if w["workflowId"] == name), None)
     if workflow is None:
         raise MCPError(
             code=INVALID_PARAMS,
@@ -99,7 +90,7 @@ def list_resources(engine: Engine) -> list[Resource]:
             description=f"The definition of the workflow “{w['name']}” (JSON).",
             mime_type="application/json",
         )
-        for w in _runnable(engine)
+        for w in runnable_workflows(engine)
     ]
 
 

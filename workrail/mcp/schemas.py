@@ -10,6 +10,8 @@ from typing import Any
 from mcp.types import ToolAnnotations
 
 from workrail.core.ids import SESSION_ID_RE
+from workrail.mcp.instructions import INSTRUCTIONS as INSTRUCTIONS
+from workrail.mcp.instructions import LOOP as _LOOP
 from workrail.mcp.output_schemas import (
     CHECKPOINT_OUTPUT,
     CONTINUE_OUTPUT,
@@ -45,13 +47,6 @@ _CONTEXT: dict[str, Any] = {
         "is merged shallowly into the run's stored context; a null value deletes a key."
     ),
 }
-
-_LOOP = (
-    "The loop: start_workflow → do the pending step → continue_workflow with intent "
-    '"advance", the stateToken and ackToken, and output.notesMarkdown describing what you '
-    "did → repeat until isComplete is true. Every response carries nextCall: send it (adding "
-    "your notes) instead of stopping to summarise."
-)
 
 
 @dataclass(frozen=True)
@@ -344,14 +339,4 @@ TOOLS: tuple[ToolSpec, ...] = (
     CHECKPOINT_WORKFLOW,
     EXPORT_SESSION,
     IMPORT_SESSION,
-)
-
-INSTRUCTIONS = (
-    "WorkRail walks you through a workflow one step at a time and keeps a durable record. "
-    "Use list_workflows, then start_workflow. " + _LOOP + " If you lose your place, call "
-    'continue_workflow with intent "rehydrate" and your latest stateToken. Call '
-    "checkpoint_workflow before risky work. To continue a session on another machine, "
-    "export_session there and import_session here: the import returns fresh tokens. Errors "
-    "are JSON envelopes {code, message, retry, details}; details.suggestion says what to do "
-    "next."
 )

@@ -35,6 +35,7 @@ from workrail.engine.api import Engine
 from workrail.engine.errors import EngineError, error
 from workrail.mcp import catalog_surface
 from workrail.mcp.bundles import BundleToolError, export_tool, import_tool
+from workrail.mcp.content import has_content
 from workrail.mcp.normalize import normalize_arguments
 from workrail.mcp.raw_arguments import RawArguments
 from workrail.mcp.resume_prompt import RESUME_PROMPT, get_resume_prompt, resume_prompt
@@ -278,18 +279,13 @@ _CATALOG_METHODS = (
 )
 
 
-def _has_content(engine: Engine) -> bool:
-    """A workflow to start or a session to resume: then there are prompts and resources."""
-    if catalog_surface.has_workflows(engine):
-        return True
-    found = engine.any_session()
-    # A store that cannot answer now may well hold sessions: keep the methods.
-    return found.value_or(True)
-
-
-def build_server(engine: Engine, fence: FenceService | None = None) -> MCPServer:
+def build_server(
+    engine: Engine, fence: FenceService | None = None, *, offers_content: bool | None = None
+) -> MCPServer:
     """An MCPServer exposing the WorkRail tools over `engine`, plus `effect_checkpoint`
-    when a fence service is given (the caller owns it and closes it)."""
+    when a fence service is given (the caller owns it and closes it). `offers_content` is
+    `has_content(engine)` when the caller has already decided it (the stdio start-up
+    answers `initialize` with it before the server is built)."""
     tools = WorkrailTools(engine)
     pairs: list[tuple[ToolSpec, Handler]] = [
         (LIST_WORKFLOWS, tools.list_workflows),
@@ -318,7 +314,7 @@ def build_server(engine: Engine, fence: FenceService | None = None) -> MCPServer
         tools=prebuilt,
         subscriptions=False,
     )
-    if not _has_content(engine):
+    if not (has_content(engine) if offers_content is None else offers_content):
         # Advertise only capabilities with content: without a workflow or a session there
         # is no prompt and no resource, so the methods (and thus the capabilities) are not
         # served.

@@ -10,18 +10,18 @@ the request's id when it can be recovered, else `null`. Everything else is the S
 the same messages reach the same server (`workrail mcp --stdio sdk` selects the SDK's own
 transport, the reference).
 
-While serving, fd 0 reads the null device and fd 1 points at stderr, as with the SDK, so
-stray reads and prints never touch the wire.
+The descriptors and the line framing are workrail.mcp.wire's; a wire opened before the
+SDK loaded (see workrail.mcp.stdio_serve) is served from its first unserved frame on, and
+the SDK's answer to an `initialize` already answered at start-up is not sent twice.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
+import logging
 import re
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from typing import Any, Final
 
 import anyio
@@ -34,13 +34,14 @@ from mcp.shared._context_streams import (  # the SDK's stream type, as its own t
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from workrail.mcp.wire import MAX_FRAME_BYTES, StdioWire, open_stdio_wire
+
+log = logging.getLogger("workrail.mcp")
+
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
 DRAIN_SECONDS: Final = 60.0
 """At stdin EOF, how long requests already read may take to be answered."""
-MAX_FRAME_BYTES: Final = 128 * 2**20
-"""A frame longer than this is answered with a parse error and skipped (import_session
-bundles are at most 64 MiB of base64)."""
 
 _ID_RE: Final = re.compile(rb'"id"\s*:\s*(-?\d{1,15}|"(?:[^"\\]|\\.){0,256}")\s*[,}]')
 
@@ -94,88 +95,17 @@ def _id_of(frame: bytes) -> Any:
     return None
 
 
-class _Wire:
-    """The two private descriptors of the protocol and what serving did to fd 0 and 1."""
-
-    def __init__(self) -> None:
-        self.read_fd = _dup_above_std(0)
-        self.write_fd = _dup_above_std(1)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.close(null)
-        os.dup2(2, 1)
-
-    def restore(self) -> None:
-        with suppress(OSError):
-            os.dup2(self.read_fd, 0)
-        with suppress(OSError):
-            os.dup2(self.write_fd, 1)
-        for fd in (self.read_fd, self.write_fd):
-            with suppress(OSError):
-                os.close(fd)
-
-
-def _dup_above_std(fd: int) -> int:
-    import fcntl
-
-    return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
-
-
-async def _pipe_reader(fd: int) -> asyncio.StreamReader | None:
-    """An event-loop reader of `fd`, or None when it is not a pipe, socket or terminal."""
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=MAX_FRAME_BYTES)
-    try:
-        await loop.connect_read_pipe(
-            lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd, "rb", closefd=False)
-        )
-    except (OSError, ValueError):
-        return None
-    return reader
-
-
-class _Writer:
-    """Lines out on `fd`: through the event loop for a pipe, else plain blocking writes."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-        self._stream: asyncio.StreamWriter | None = None
-
-    async def open(self) -> None:
-        loop = asyncio.get_running_loop()
-        try:
-            transport, protocol = await loop.connect_write_pipe(
-                lambda: asyncio.streams.FlowControlMixin(loop=loop),
-                os.fdopen(self._fd, "wb", closefd=False),
-            )
-        except (OSError, ValueError):
-            return
-        self._stream = asyncio.StreamWriter(transport, protocol, None, loop)
-
-    async def line(self, data: bytes) -> None:
-        if self._stream is None:
-            view = memoryview(data + b"\n")
-            while view:
-                view = view[os.write(self._fd, view) :]
-            return
-        self._stream.write(data + b"\n")
-        await self._stream.drain()
-
-    def close(self) -> None:
-        if self._stream is not None:
-            self._stream.close()
-
-
 @asynccontextmanager
-async def stdio_streams() -> AsyncIterator[
+async def stdio_streams(
+    opened: StdioWire | None = None, *, answered: tuple[types.RequestId, bytes] | None = None
+) -> AsyncIterator[
     tuple[ContextReceiveStream[SessionMessage | Exception], ContextSendStream[SessionMessage]]
 ]:
-    """(read_stream, write_stream) for `Server.run`, over the process's stdin/stdout."""
-    wire = _Wire()
-    writer = _Writer(wire.write_fd)
+    """(read_stream, write_stream) for `Server.run`, over the process's stdin/stdout, or
+    over `opened` (which this then owns). `answered` is (id, line) of an answer already
+    written for the first request: the server's answer to that id is dropped, once."""
+    wire = opened if opened is not None else await open_stdio_wire()
     try:
-        await writer.open()
-        reader = await _pipe_reader(wire.read_fd)
         to_server, read_stream = create_context_streams[SessionMessage | Exception](0)
         write_stream, from_server = create_context_streams[SessionMessage](0)
         out_lock = anyio.Lock()
@@ -184,14 +114,15 @@ async def stdio_streams() -> AsyncIterator[
         unanswered: set[types.RequestId] = set()
         answered_all = anyio.Event()
         at_eof = False
+        sent_already = answered
 
         async def send_line(data: bytes) -> None:
             async with out_lock:
-                await writer.line(data)
+                await wire.writer.line(data)
 
         async def read_frames() -> None:
             async with to_server:
-                async for frame in _frames(reader, wire.read_fd):
+                async for frame in wire.remaining():
                     if frame is not None and not frame.strip():
                         continue
                     parsed = _too_long() if frame is None else parse_frame(frame)
@@ -208,12 +139,31 @@ async def stdio_streams() -> AsyncIterator[
                 with anyio.move_on_after(DRAIN_SECONDS):
                     await answered_all.wait()
 
+        def is_duplicate(message: types.JSONRPCMessage, payload: bytes) -> bool:
+            nonlocal sent_already
+            if sent_already is None or not isinstance(
+                message, types.JSONRPCResponse | types.JSONRPCError
+            ):
+                return False
+            request_id, line = sent_already
+            if message.id != request_id:
+                return False
+            sent_already = None
+            if payload != line:
+                log.error(
+                    "The initialize answer sent at start-up differs from the SDK's; the SDK's: %s",
+                    payload[:2000].decode("utf-8", errors="replace"),
+                )
+            return True
+
         async def write_messages() -> None:
             async with from_server:
                 async for session_message in from_server:
                     message = session_message.message
                     payload = message.model_dump_json(by_alias=True, exclude_unset=True)
-                    await send_line(payload.encode("utf-8"))
+                    data = payload.encode("utf-8")
+                    if not is_duplicate(message, data):
+                        await send_line(data)
                     if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
                         unanswered.discard(message.id)
                         if at_eof and not unanswered:
@@ -225,46 +175,4 @@ async def stdio_streams() -> AsyncIterator[
             yield read_stream, write_stream
             await write_stream.aclose()  # the server is done: let the writer drain and end
     finally:
-        writer.close()
-        wire.restore()
-
-
-async def _frames(reader: asyncio.StreamReader | None, fd: int) -> AsyncIterator[bytes | None]:
-    """Lines of stdin without their newline, invalid UTF-8 replaced as the SDK does."""
-    while True:
-        if reader is None:
-            line = await anyio.to_thread.run_sync(_blocking_readline, fd)
-        else:
-            try:
-                line = await reader.readuntil(b"\n")
-            except asyncio.IncompleteReadError as partial:
-                line = partial.partial
-            except asyncio.LimitOverrunError:
-                await _skip_line(reader)
-                yield None  # skipped for its length: answered with a parse error
-                continue
-        if not line:
-            return
-        yield line.decode("utf-8", errors="replace").rstrip("\r\n").encode("utf-8")
-
-
-async def _skip_line(reader: asyncio.StreamReader) -> None:
-    while True:
-        try:
-            await reader.readuntil(b"\n")
-            return
-        except asyncio.LimitOverrunError as over:
-            await reader.readexactly(over.consumed)
-        except asyncio.IncompleteReadError:
-            return
-
-
-_stdin_file: Any = None
-
-
-def _blocking_readline(fd: int) -> bytes:
-    global _stdin_file
-    if _stdin_file is None:
-        _stdin_file = os.fdopen(fd, "rb", closefd=False)
-    line: bytes = _stdin_file.readline(MAX_FRAME_BYTES)
-    return line
+        wire.close()

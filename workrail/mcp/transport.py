@@ -1,8 +1,5 @@
-"""Serving the MCP server: logging set-up and the stdio / Streamable HTTP entry points.
-
-On stdio, stdout is the wire: logs go to stderr or a file, and the SDK points fd 1 at
-stderr while serving, so stray prints cannot corrupt frames. A client that goes away
-(stdin EOF, or a closed pipe on our stdout) is a normal way to end, not a crash.
+"""Serving the MCP server over Streamable HTTP; stdio is workrail.mcp.stdio_serve's and
+logging workrail.mcp.logs' (both re-exported here).
 
 Over HTTP, `workrail serve` puts the fence's plain HTTP routes on the same Starlette app as
 the MCP endpoint, so one loopback port serves both and the SDK's lifespan (which runs the
@@ -11,12 +8,9 @@ MCP session manager) stays the app's own.
 
 from __future__ import annotations
 
-import errno
 import logging
-import os
 import signal
 import socket
-import sys
 from collections.abc import Awaitable, Callable
 from types import FrameType
 from typing import TYPE_CHECKING, Final
@@ -28,10 +22,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp
 
-from workrail.config import LogSettings
 from workrail.core.errors import envelope
 from workrail.engine.api import Engine
+from workrail.mcp.logs import configure_logging
 from workrail.mcp.server import build_server
+from workrail.mcp.stdio_serve import serve_stdio
 
 if TYPE_CHECKING:
     from mcp.server import MCPServer
@@ -40,28 +35,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("workrail.mcp")
 
-
-def configure_logging(settings: LogSettings) -> None:
-    """Root logging to stderr (or the settings' file); never stdout. The default level is
-    WARNING because the SDK logs every request at INFO."""
-    handler: logging.Handler
-    if settings.file is not None:
-        settings.file.parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.FileHandler(settings.file, encoding="utf-8")
-    else:
-        handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    # force=True: replace anything configured earlier, and make the SDK's own basicConfig
-    # (run when MCPServer is built) a no-op.
-    logging.basicConfig(level=settings.level, handlers=[handler], force=True)
-
-
-def _is_broken_pipe(exc: BaseException) -> bool:
-    if isinstance(exc, BaseExceptionGroup):
-        return all(_is_broken_pipe(e) for e in exc.exceptions)
-    if isinstance(exc, BrokenPipeError | anyio.BrokenResourceError | anyio.ClosedResourceError):
-        return True
-    return isinstance(exc, OSError) and exc.errno == errno.EPIPE
+__all__ = ["build_http_app", "configure_logging", "serve_http", "serve_stdio"]
 
 
 LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
@@ -111,53 +85,6 @@ def build_http_app(
     if console is not None:
         app.router.routes.append(Mount("/console", app=console))
     return app
-
-
-def serve_stdio(
-    engine: Engine,
-    fence: FenceService | None = None,
-    *,
-    on_ready: Callable[[], None] | None = None,
-    sdk: bool = False,
-) -> int:
-    """Serve until the client closes stdin (or stops reading stdout); exit code 0 then.
-    `on_ready` runs once the server is built, just before it reads stdin.
-
-    Our transport (workrail.mcp.stdio) unless `sdk`, which serves through the SDK's own
-    stdio transport and middleware, the reference the fast path is tested against.
-    """
-    server = build_server(engine, fence)
-    if on_ready is not None:
-        on_ready()
-    try:
-        if sdk:
-            server.run()
-        else:
-            anyio.run(_serve_stdio, server)
-    except KeyboardInterrupt:
-        return 130
-    except BaseException as exc:
-        if not _is_broken_pipe(exc):
-            raise
-        log.info("client closed the pipe; exiting")
-        # Python flushes stdout at exit; a dead pipe would turn that into a traceback.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    return 0
-
-
-async def _serve_stdio(server: MCPServer) -> None:
-    from workrail.mcp.stdio import stdio_streams
-
-    lowlevel = server._lowlevel_server  # the SDK's own run_stdio_async does the same
-    from mcp.server._otel import OpenTelemetryMiddleware
-
-    # No OpenTelemetry span per message on this path: without an exporter it only costs.
-    server.middleware[:] = [
-        m for m in server.middleware if not isinstance(m, OpenTelemetryMiddleware)
-    ]
-    async with stdio_streams() as (read_stream, write_stream):
-        await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 
 def serve_http(

@@ -1,0 +1,184 @@
+"""The `initialize` answer, byte for byte as the SDK's server writes it, without the SDK.
+
+An MCP client spawns `workrail mcp` and waits for the answer to `initialize` before it
+does anything else; importing the SDK's server costs most of that wait. So the stdio
+start-up answers a plain, well-formed `initialize` from here while the SDK loads, then
+replays the request into the SDK's server (whose own answer is dropped, being the same
+bytes) and lets it answer everything after. tests/mcp/test_handshake.py checks that
+this answer equals the SDK's for every protocol revision, with and without prompts and
+resources, and that every request accepted here is one the SDK accepts.
+
+Anything this module is not sure of — an unknown field, a `_meta`, a float, a string id
+with characters that need escaping, a capability that is not an object — is left to the
+SDK (None): the client then waits for the SDK as before, and gets the SDK's answer.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Final
+
+from workrail import __version__
+from workrail.mcp.instructions import INSTRUCTIONS
+
+SERVER_NAME: Final = "workrail"
+
+HANDSHAKE_PROTOCOL_VERSIONS: Final = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+"""The revisions the SDK negotiates through `initialize` (mcp_types.version's own list;
+a test keeps the two equal). A client asking for another gets the newest of these."""
+
+_TOOLS: Final = {"tools": {"listChanged": False}}
+_CATALOG: Final = {
+    "prompts": {"listChanged": False},
+    "resources": {"listChanged": False, "subscribe": False},
+}
+_MAX_DEPTH: Final = 16
+_MAX_INT: Final = 2**53 - 1
+_PLAIN_ID: Final = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+_SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F]")
+_CLIENT_INFO_KEYS: Final = frozenset({"name", "version", "title", "description", "websiteUrl"})
+
+
+class _Unsure(Exception):
+    """The frame is not one this module answers; the SDK will."""
+
+
+def negotiate(requested: str) -> str:
+    """The SDK's rule: the client's revision when it is one of ours, else our newest."""
+    return (
+        requested if requested in HANDSHAKE_PROTOCOL_VERSIONS else HANDSHAKE_PROTOCOL_VERSIONS[-1]
+    )
+
+
+def initialize_result(protocol_version: str, *, offers_content: bool) -> dict[str, Any]:
+    """The `result` of the answer to `initialize`, keys in the SDK's order."""
+    capabilities = {**_CATALOG, **_TOOLS} if offers_content else dict(_TOOLS)
+    return {
+        "capabilities": capabilities,
+        "instructions": INSTRUCTIONS,
+        "protocolVersion": negotiate(protocol_version),
+        "serverInfo": {"name": SERVER_NAME, "version": __version__},
+    }
+
+
+def answer_initialize(frame: bytes, *, offers_content: bool) -> tuple[int | str, bytes] | None:
+    """(request id, the answer's line without its newline) when `frame` is an `initialize`
+    request this module is sure the SDK accepts; None otherwise."""
+    try:
+        request = _plain_json(frame)
+        request_id, protocol_version = _initialize_request(request)
+    except _Unsure:
+        return None
+    answer = {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "result": initialize_result(protocol_version, offers_content=offers_content),
+    }
+    return request_id, json.dumps(answer, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _plain_json(frame: bytes) -> Any:
+    """JSON without anything two parsers might read differently: no duplicate keys, no
+    floats or constants, no integers beyond ±(2^53-1), no surrogate escapes, no deep
+    nesting."""
+    if _SURROGATE_ESCAPE.search(frame):
+        raise _Unsure
+    try:
+        text = frame.decode("utf-8")
+        parsed = json.loads(
+            text,
+            object_pairs_hook=_no_duplicates,
+            parse_float=_refuse,
+            parse_constant=_refuse,
+            parse_int=_bounded_int,
+        )
+    except (ValueError, RecursionError, _Unsure):
+        raise _Unsure from None
+    _depth_within(parsed, _MAX_DEPTH)
+    return parsed
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        raise _Unsure
+    return result
+
+
+def _refuse(text: str) -> Any:
+    raise _Unsure
+
+
+def _bounded_int(text: str) -> int:
+    if len(text) > 17:
+        raise _Unsure
+    value = int(text)
+    if abs(value) > _MAX_INT:
+        raise _Unsure
+    return value
+
+
+def _depth_within(value: Any, depth: int) -> None:
+    if depth < 0:
+        raise _Unsure
+    if isinstance(value, dict):
+        for item in value.values():
+            _depth_within(item, depth - 1)
+    elif isinstance(value, list):
+        for item in value:
+            _depth_within(item, depth - 1)
+
+
+def _initialize_request(request: Any) -> tuple[int | str, str]:
+    if not isinstance(request, dict) or set(request) != {"jsonrpc", "id", "method", "params"}:
+        raise _Unsure
+    if request["jsonrpc"] != "2.0" or request["method"] != "initialize":
+        raise _Unsure
+    request_id = request["id"]
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        raise _Unsure
+    if isinstance(request_id, str) and not _PLAIN_ID.fullmatch(request_id):
+        raise _Unsure
+    params = request["params"]
+    if not isinstance(params, dict) or set(params) != {
+        "protocolVersion",
+        "capabilities",
+        "clientInfo",
+    }:
+        raise _Unsure
+    protocol_version = params["protocolVersion"]
+    if not isinstance(protocol_version, str):
+        raise _Unsure
+    _capabilities(params["capabilities"])
+    _client_info(params["clientInfo"])
+    return request_id, protocol_version
+
+
+def _capabilities(capabilities: Any) -> None:
+    """Objects all the way down (every capability the SDK models is an object of
+    objects), except roots.listChanged, a boolean."""
+    if not isinstance(capabilities, dict):
+        raise _Unsure
+    for name, value in capabilities.items():
+        if name == "roots" and isinstance(value, dict):
+            if set(value) - {"listChanged"} or not isinstance(
+                value.get("listChanged", False), bool
+            ):
+                raise _Unsure
+            continue
+        _objects_only(value)
+
+
+def _objects_only(value: Any) -> None:
+    if not isinstance(value, dict):
+        raise _Unsure
+    for item in value.values():
+        _objects_only(item)
+
+
+def _client_info(info: Any) -> None:
+    if not isinstance(info, dict) or not {"name", "version"} <= set(info) <= _CLIENT_INFO_KEYS:
+        raise _Unsure
+    if not all(isinstance(v, str) for v in info.values()):
+        raise _Unsure

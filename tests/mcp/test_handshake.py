@@ -398,6 +398,35 @@ def test_frames_before_initialize_are_served_in_order(data_dir: Path) -> None:
     assert [json.loads(a)["id"] for a in answers] == ["p", 1, 2]
 
 
+def test_requests_sent_while_the_server_loads_are_all_answered_as_the_sdk_answers_them(
+    data_dir: Path,
+) -> None:
+    """A client that pipelines its first requests behind `initialize` (before the SDK's
+    server exists) gets every one answered, once, with the SDK's own answers."""
+    burst = [
+        b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}',
+        b'{"jsonrpc":"2.0","id":3,"method":"ping"}',
+        b'{"jsonrpc":"2.0","id":4,"method":"prompts/list"}',
+        b'{"jsonrpc":"2.0","id":5,"method":"resources/list"}',
+        b'{"jsonrpc":"2.0","id":6,"method":"no/such/method"}',
+        b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"list_workflows",'
+        b'"arguments":{}}}',
+    ]
+    first = _frame(_initialize(1))
+    ours = _talk(data_dir, "workrail", first, _INITIALIZED, *burst, answers=1 + len(burst))
+    sdks = _talk(data_dir, "sdk", first, _INITIALIZED, *burst, answers=1 + len(burst))
+    assert ours[0] == sdks[0]
+
+    def by_id(lines: list[bytes]) -> dict[int, Any]:
+        answers = [json.loads(line) for line in lines]
+        assert len({a["id"] for a in answers}) == len(answers), "an id answered twice"
+        return {a["id"]: a for a in answers}
+
+    assert by_id(ours) == by_id(sdks)
+    assert set(by_id(ours)) == set(range(1, 8))
+    assert by_id(ours)[6]["error"]["code"] == -32601
+
+
 def test_a_client_that_speaks_after_the_server_is_up_is_answered_by_the_sdk(
     data_dir: Path,
 ) -> None:

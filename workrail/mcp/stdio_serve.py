@@ -129,14 +129,16 @@ async def _answer_initialize_early(
         if not frame.done():
             return None
         got = frame.result()
+        if got is not None and not isinstance(got, EOFError) and got.strip():
+            answer = answer_initialize(got, offers_content=offers_content)
+            if answer is not None:
+                # Written before the load starts: the load would hold the interpreter lock.
+                await wire.writer.line(answer[1])
+            loading.start()
+            return answer
         loading.start()
         if got is None or isinstance(got, EOFError):
             return None
-        if got.strip():
-            answer = answer_initialize(got, offers_content=offers_content)
-            if answer is not None:
-                await wire.writer.line(answer[1])
-            return answer
         frame = wire.next_frame()  # a blank line: the first frame is the next one
 
 

@@ -72,3 +72,28 @@ def test_a_cached_event_costs_under_a_kilobyte_and_a_half() -> None:
         tracemalloc.stop()
     assert len(events) == 500
     assert used / 500 < 1536, f"{used / 500:.0f} bytes per event"
+
+
+def test_hostile_unknown_keys_cannot_grow_the_shared_field_sets() -> None:
+    """Unknown keys are part of a record's field set and any client can vary them: such
+    sets are never interned, and the records keep their keys all the same."""
+    from workrail.core import wire
+
+    class Open(wire.Lenient):
+        known: int = 0
+
+    interned = len(wire._FIELD_SETS)
+    made = [
+        Open.model_validate({"known": 1, f"x{n}": n}) for n in range(wire.FIELD_SETS_KEPT + 500)
+    ]
+    assert len(wire._FIELD_SETS) == interned  # not one set more
+    last = made[-1]
+    assert last.to_json() == {
+        "known": 1,
+        f"x{wire.FIELD_SETS_KEPT + 499}": wire.FIELD_SETS_KEPT + 499,
+    }
+    assert last.model_fields_set == {"known", f"x{wire.FIELD_SETS_KEPT + 499}"}
+    # the shapes of ordinary records are still shared
+    first = parse_event(raw_event("node_created"))
+    second = parse_event(raw_event("node_created", eventIndex=9))
+    assert first.__pydantic_fields_set__ is second.__pydantic_fields_set__

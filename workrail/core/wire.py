@@ -7,7 +7,7 @@ spec's camelCase names verbatim.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Final, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
@@ -37,6 +37,11 @@ def _reject_bool(value: object) -> object:
 SchemaV1 = Annotated[Literal[1], BeforeValidator(_reject_bool)]
 
 
+FIELD_SETS_KEPT: Final = 4096
+"""How many distinct field sets are interned, at most. A field set includes unknown keys,
+which any client can vary at will, so one with unknown keys is never interned; the bound
+is the backstop (beyond it new shapes are simply not shared)."""
+
 _FIELD_SETS: dict[frozenset[str], set[str]] = {}
 _LAST_FIELD_SET: dict[type, set[str]] = {}
 _NO_EXTRA: dict[str, Any] = {}
@@ -52,14 +57,21 @@ class Lenient(BaseModel):
         empty dict of unknown keys) between equal instances: it was over half the memory
         of a cached session. Safe because these models are frozen: nothing changes either
         in place (copies copy them first)."""
+        if self.__pydantic_extra__:
+            return  # unknown keys are anyone's to vary: such a shape is never interned
+        object.__setattr__(self, "__pydantic_extra__", _NO_EXTRA)
         fields = self.__pydantic_fields_set__
         shared = _LAST_FIELD_SET.get(type(self))
         if shared is None or shared != fields:
-            shared = _FIELD_SETS.setdefault(frozenset(fields), fields)
+            key = frozenset(fields)
+            found = _FIELD_SETS.get(key)
+            if found is None:
+                if len(_FIELD_SETS) >= FIELD_SETS_KEPT:
+                    return  # a shape past the bound: kept as is, not shared
+                found = _FIELD_SETS.setdefault(key, fields)
+            shared = found
             _LAST_FIELD_SET[type(self)] = shared
         object.__setattr__(self, "__pydantic_fields_set__", shared)
-        if not self.__pydantic_extra__:
-            object.__setattr__(self, "__pydantic_extra__", _NO_EXTRA)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object as it goes on disk or on the wire."""

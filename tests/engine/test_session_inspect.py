@@ -3,6 +3,9 @@ blockers and decision trace, read without writing; damaged sessions from their p
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 from pathlib import Path
 
 from tests.console.scenarios import damage_tail, forked_blocked_looped, started
@@ -63,3 +66,43 @@ def test_a_damaged_session_is_inspected_from_its_prefix(data_dir: Path) -> None:
     (run,) = inspection.view.runs
     node = inspect_session(LocalBackend.open(data_dir), sid, run.roots[0]).node
     assert node is not None and node.step_id == "plan" and node.prompt is not None
+
+
+def test_a_pinned_workflow_that_could_not_be_read_is_read_again_next_time(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """A store failure or a missing object is not a fact about the content: once the
+    pinned workflow can be read again, the node's prompt is shown (only what the content
+    itself says, that it does not parse or compile, may be remembered)."""
+    flows = tmp_path / "flows"
+    flows.mkdir()
+    unique = os.urandom(8).hex()  # a workflow hash no other test has compiled
+    (flows / "once.json").write_text(
+        json.dumps(
+            {
+                "id": "once-flow",
+                "name": "Once",
+                "description": "A workflow of its own.",
+                "version": "1.0.0",
+                "steps": [{"id": "only", "title": "Only", "prompt": f"Do it {unique}."}],
+            }
+        )
+    )
+    engine = make_engine(data_dir, flows)
+    sid, r = started(engine, "once-flow")
+    node_id = engine.deps.codec.parse_state(r["stateToken"]).unwrap().node_id
+    (pinned,) = (data_dir / "workflows" / "pinned").iterdir()
+    aside = tmp_path / "aside.json"
+
+    def prompt_or_problem() -> str | None:
+        node = inspect_session(LocalBackend.open(data_dir), sid, node_id).node
+        assert node is not None
+        return node.prompt.text if node.prompt is not None else node.prompt_problem
+
+    shutil.move(pinned, aside)
+    pinned.mkdir()  # not a file: the store cannot read it
+    assert "cannot be read" in (prompt_or_problem() or "")
+    pinned.rmdir()  # now missing
+    assert "missing" in (prompt_or_problem() or "")
+    shutil.move(aside, pinned)
+    assert f"Do it {unique}." in (prompt_or_problem() or "")

@@ -163,7 +163,9 @@ _compiled_mutex = threading.Lock()
 
 
 def _compiled_workflow(pinned: PinnedWorkflowStore, workflow_hash: str) -> CompiledWorkflow | str:
-    """The pinned workflow compiled, or why it cannot be (content-addressed, so cached)."""
+    """The pinned workflow compiled, or why it cannot be. What the content says (compiled,
+    or does not parse or compile) is cached, being content-addressed; a store failure or
+    a missing object is not a fact about the content, so it is asked again next time."""
     with _compiled_mutex:
         known = _compiled.get(workflow_hash)
     if known is not None:
@@ -171,20 +173,19 @@ def _compiled_workflow(pinned: PinnedWorkflowStore, workflow_hash: str) -> Compi
     got = pinned.get(workflow_hash)
     result: CompiledWorkflow | str
     if isinstance(got, Failure):
-        result = f"the pinned workflow cannot be read: {got.failure().message}"
-    elif got.unwrap() is None:
-        result = f"the pinned workflow {workflow_hash} is missing"
+        return f"the pinned workflow cannot be read: {got.failure().message}"
+    if got.unwrap() is None:
+        return f"the pinned workflow {workflow_hash} is missing"
+    parsed = parse_pinned(got.unwrap())
+    if isinstance(parsed, Failure):
+        result = f"the pinned workflow is not valid: {parsed.failure().message}"
     else:
-        parsed = parse_pinned(got.unwrap())
-        if isinstance(parsed, Failure):
-            result = f"the pinned workflow is not valid: {parsed.failure().message}"
-        else:
-            compiled = compile_pinned(parsed.unwrap())
-            result = (
-                compiled.unwrap()
-                if isinstance(compiled, Success)
-                else f"the pinned workflow does not compile: {compiled.failure().message}"
-            )
+        compiled = compile_pinned(parsed.unwrap())
+        result = (
+            compiled.unwrap()
+            if isinstance(compiled, Success)
+            else f"the pinned workflow does not compile: {compiled.failure().message}"
+        )
     with _compiled_mutex:
         _compiled[workflow_hash] = result
         while len(_compiled) > MAX_COMPILED:

@@ -3,23 +3,34 @@ transaction, and a damaged row reported, never replaced."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import psycopg
 import pytest
 from returns.result import Failure
 
 from tests.store.keyring_contract import KeyringContract, OpenKeyring
-from tests.store.postgres.conftest import OpenBackend
+from workrail.store.ports import KeyringStore
+from workrail.store.postgres import PostgresBackend, open_postgres_backend
 
 
 class TestPostgresKeyring(KeyringContract):
     @pytest.fixture
-    def open_keyring(self, open_backend: OpenBackend) -> OpenKeyring:
-        return lambda: open_backend().keyring
+    def open_keyring(self, postgres_url: str) -> Iterator[OpenKeyring]:
+        """Replicas on a database of the test's own, so the first load creates the row."""
+        opened: list[PostgresBackend] = []
+
+        def one() -> KeyringStore:
+            backend = open_postgres_backend(postgres_url).unwrap()
+            opened.append(backend)
+            return backend.keyring
+
+        yield one
+        for backend in opened:
+            backend.close()
 
 
 def test_a_damaged_keyring_row_is_reported(postgres_url: str) -> None:
-    from workrail.store.postgres import open_postgres_backend
-
     backend = open_postgres_backend(postgres_url).unwrap()
     try:
         backend.keyring.load().unwrap()

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
@@ -246,6 +248,43 @@ class SessionStoreContract:
             return Success(len(events_of(store, chain.sess)))
 
         assert store.write(chain.sess, read_inside).unwrap() == 3
+
+    def test_many_sessions_read_from_many_threads(self, store: SessionStore) -> None:
+        """More sessions than any in-process cache keeps, read from 8 threads at once (an
+        HTTP server runs engine calls on several): every read answers, none raises."""
+        chains = [Chain() for _ in range(150)]
+        for chain in chains:
+            append(store, chain.sess, chain.start())
+        ids = [c.sess for c in chains]
+        start = threading.Barrier(8)
+        problems: list[str] = []
+
+        def reader(seed: int) -> None:
+            start.wait(timeout=60)
+            pick = random.Random(seed)
+            for _ in range(1500):
+                sess = pick.choice(ids)
+                try:
+                    count = store.read(sess, lambda log: len(log.events))
+                except Exception as exc:  # noqa: BLE001 - the failure under test
+                    problems.append(repr(exc))
+                    return
+                if count != Success(3):
+                    problems.append(f"{sess}: {count}")
+                    return
+
+        before = sys.getswitchinterval()
+        sys.setswitchinterval(1e-6)  # switch threads as often as CPython allows
+        try:
+            threads = [threading.Thread(target=reader, args=(i,)) for i in range(8)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(timeout=300)
+        finally:
+            sys.setswitchinterval(before)
+        assert not any(thread.is_alive() for thread in threads)
+        assert problems == []
 
     def test_many_appends_stay_contiguous(self, store: Any) -> None:
         chain = Chain()

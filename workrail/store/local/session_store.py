@@ -25,7 +25,6 @@ import os
 import secrets
 import shutil
 import stat
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -70,6 +69,7 @@ from workrail.store.fsio import (
 )
 from workrail.store.local.layout import Layout, UnsafeReference
 from workrail.store.local.lock import SessionLockRegistry, WriterLock
+from workrail.store.local.session_cache import SessionCache
 from workrail.store.ports import LIST_PAGE_MAX, AppendOutcome, AppendPlan, PrefixLoad, SessionLog
 
 T = TypeVar("T")
@@ -120,6 +120,10 @@ class _Entry:
     def view(self, session_id: str) -> SessionLog:
         return SessionLog(session_id, self.events, self.manifest, self.index)
 
+    @property
+    def event_count(self) -> int:
+        return len(self.events)
+
 
 class LocalSessionStore:
     """Sessions under `<data>/sessions/<id>/`; see the module docstring for the protocol."""
@@ -127,7 +131,7 @@ class LocalSessionStore:
     def __init__(self, layout: Layout, faults: FaultHook | None = None) -> None:
         self._layout = layout
         self._faults = faults
-        self._cache: OrderedDict[str, _Entry] = OrderedDict()
+        self._cache: SessionCache[_Entry] = SessionCache(CACHED_SESSIONS, CACHED_EVENTS)
         self._locks = SessionLockRegistry.shared()
         self._observer: CommitObserver | None = None
 
@@ -244,7 +248,7 @@ class LocalSessionStore:
         except (FileNotFoundError, NotADirectoryError):
             st = None
         except OSError as exc:
-            self._cache.pop(session_id, None)
+            self._cache.forget(session_id)
             return Corruption("missing_attested_segment", f"I/O error: {exc}", "head")
         entry = self._cache.get(session_id)
         if (
@@ -253,7 +257,6 @@ class LocalSessionStore:
             and (st.st_ino, st.st_dev) == (entry.ino, entry.dev)
         ):
             if st.st_size == entry.size and st.st_mtime_ns == entry.mtime_ns:
-                self._cache.move_to_end(session_id)
                 return entry
             if st.st_size < entry.consumed:
                 entry = None
@@ -261,23 +264,23 @@ class LocalSessionStore:
             entry = None
         try:
             if not _check_session_dir(session_dir) or st is None:
-                self._cache.pop(session_id, None)
+                self._cache.forget(session_id)
                 return _Entry()
         except UnsafePath as exc:
-            self._cache.pop(session_id, None)
+            self._cache.forget(session_id)
             return _unsafe(exc, "head")
         if entry is None:
             entry = _Entry()
         try:
             fd = open_regular(manifest_path)
         except UnsafePath as exc:
-            self._cache.pop(session_id, None)
+            self._cache.forget(session_id)
             return _unsafe(exc, "head")
         except FileNotFoundError:
-            self._cache.pop(session_id, None)
+            self._cache.forget(session_id)
             return _Entry()
         except OSError as exc:
-            self._cache.pop(session_id, None)
+            self._cache.forget(session_id)
             return Corruption("missing_attested_segment", f"I/O error: {exc}", "head")
         try:
             with os.fdopen(fd, "rb") as f:
@@ -286,10 +289,10 @@ class LocalSessionStore:
                 fst = os.fstat(f.fileno())
             self._extend(entry, session_dir, data, salvage=False)
         except CorruptionError as exc:
-            self._cache.pop(session_id, None)
+            self._cache.forget(session_id)
             return exc.corruption
         except OSError as exc:
-            self._cache.pop(session_id, None)
+            self._cache.forget(session_id)
             return Corruption("missing_attested_segment", f"I/O error: {exc}", "tail")
         entry.ino, entry.dev = fst.st_ino, fst.st_dev
         entry.size, entry.mtime_ns = fst.st_size, fst.st_mtime_ns
@@ -298,14 +301,7 @@ class LocalSessionStore:
 
     def _remember(self, session_id: str, entry: _Entry) -> None:
         """Cache a validated session; a long-running server keeps only the most recent."""
-        self._cache[session_id] = entry
-        self._cache.move_to_end(session_id)
-        while len(self._cache) > CACHED_SESSIONS:
-            self._cache.popitem(last=False)
-        held = sum(len(e.events) for e in self._cache.values())
-        while len(self._cache) > 1 and held > CACHED_EVENTS:
-            _, dropped = self._cache.popitem(last=False)
-            held -= len(dropped.events)
+        self._cache.remember(session_id, entry)
 
     def _extend(self, entry: _Entry, session_dir: Path, data: bytes, *, salvage: bool) -> None:
         """Validate manifest bytes that follow `entry.consumed` and fold them into `entry`.
@@ -434,7 +430,7 @@ class LocalSessionStore:
             os.rename(session_dir, trash)
             fsync_dir(session_dir.parent)
             with self._locks.state(session_dir):
-                self._cache.pop(session_id, None)
+                self._cache.forget(session_id)
             if self._observer is not None:
                 self._observer.deleted(session_id)
             return Success(trash)
@@ -559,7 +555,7 @@ class LocalSessionStore:
             try:
                 self._commit(txn, loaded, plan, segment)
             except OSError as exc:
-                self._cache.pop(txn.session_id, None)
+                self._cache.forget(txn.session_id)
                 if txn.staged is not None:
                     txn.broken = True
                 return Failure(io_error(exc, "SESSION_STORE_IO_ERROR", "append failed"))

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from returns.result import Success
 
 from tests.store.contract import (
     BackendContract,
@@ -539,3 +541,28 @@ def test_evicting_idle_locks_never_lets_two_writers_in(
     assert overlaps == []
     assert all(count > 0 for count in wrote.values())
     assert registry.kept[0] <= 1
+
+
+@pytest.mark.parametrize("errno_code", [errno.EIO, errno.ENOSPC])
+def test_a_failure_after_the_new_manifest_is_linked_never_deletes_its_segments(
+    data_dir: Path, errno_code: int
+) -> None:
+    """Creating a session publishes it with link(2); if the steps after it (dropping the
+    staged name, the directory fsync) fail, the session is already visible and must stay
+    whole: the failure is reported, retryable, and nothing it names is removed."""
+
+    def fail_after_link(step: str) -> None:
+        if step == "after_link":
+            raise OSError(errno_code, os.strerror(errno_code), "simulated")
+
+    store = LocalBackend.open(data_dir, faults=fail_after_link).sessions
+    chain = Chain()
+    plan = chain.start()
+    failed = append(store, chain.sess, plan).failure()
+    assert (failed.code, failed.retryable) == ("STORAGE_FAULT", True)
+    fresh = _fresh(data_dir)
+    assert fresh.health(chain.sess).unwrap().kind == "healthy"
+    assert len(events_of(fresh, chain.sess)) == 3
+    assert append(fresh, chain.sess, plan).unwrap().deduplicated is True  # the retry
+    assert isinstance(append(fresh, chain.sess, chain.advance()), Success)
+    assert len(events_of(_fresh(data_dir), chain.sess)) == 6

@@ -630,19 +630,29 @@ class LocalSessionStore:
 
     def _publish(self, txn: _Txn) -> StoreError | None:
         """Make a created session visible: link the complete staged manifest to its name
-        (link(2) refuses to replace anything), then drop the staged name."""
+        (link(2) refuses to replace anything), then drop the staged name.
+
+        Once the link exists the session is published, whatever fails next: its segments
+        are never discarded then (the manifest names them), the failure is only reported."""
         entry = txn.staged
         assert entry is not None
         staged = txn.session_dir / STAGED_MANIFEST
         final = txn.session_dir / MANIFEST
         try:
             os.link(staged, final)
+        except OSError as exc:
+            return io_error(exc, "SESSION_STORE_IO_ERROR", "cannot publish the new session")
+        txn.published = True
+        try:
+            self._fault("after_link")
             os.unlink(staged)
             fsync_dir(txn.session_dir)
             st = os.lstat(final)
         except OSError as exc:
-            return io_error(exc, "SESSION_STORE_IO_ERROR", "cannot publish the new session")
-        txn.published = True
+            self._cache.forget(txn.session_id)
+            return io_error(
+                exc, "SESSION_STORE_IO_ERROR", "the new session was written but not confirmed"
+            )
         self._fault("after_manifest")
         with self._locks.state(txn.session_dir):
             entry.ino, entry.dev, entry.size, entry.mtime_ns = (

@@ -15,6 +15,7 @@ from workrail.core.session_index import RunInfo
 from workrail.core.snapshot import BlockedState, ExecutionSnapshot, RunningState, parse_snapshot
 from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError, error
+from workrail.engine.store_errors import from_store
 from workrail.store.ports import SessionLog
 from workrail.workflow.compiler import CompiledWorkflow, compile_pinned
 from workrail.workflow.envelopes import parse_pinned
@@ -154,8 +155,8 @@ def load_snapshot(deps: EngineDeps, ref: str) -> ExecutionSnapshot | None | Engi
     if known is not None:
         return known
     got = deps.snapshots.get(ref)
-    if isinstance(got, Failure):
-        return error("INTERNAL_ERROR", f"Snapshot store error: {got.failure().message}")
+    if isinstance(got, Failure):  # the store failed (retryable or not); None is "missing"
+        return from_store(got.failure(), "rehydrate")
     raw = got.unwrap()
     if raw is None:
         return None
@@ -178,7 +179,9 @@ class CompiledCache:
         if cached is not None:
             return Success(cached)
         got = deps.pinned.get(workflow_hash)
-        raw: Any = got.unwrap() if not isinstance(got, Failure) else None
+        if isinstance(got, Failure):  # a store failure is never "missing": keep the run
+            return Failure(from_store(got.failure(), "rehydrate"))
+        raw: Any = got.unwrap()
         if raw is None:
             return Failure(
                 error(

@@ -94,3 +94,18 @@ def test_simulated_enospc_at_every_append_step_is_a_storage_fault(data_dir: Path
         assert append(healthy, chain.sess, chain.start()).unwrap().deduplicated is False
         assert append(store, chain.sess, chain.advance()).failure().code == "STORAGE_FAULT"
         assert healthy.health(chain.sess).unwrap().kind == "healthy"
+
+
+def test_archiving_on_a_full_disk_is_a_storage_fault_not_a_busy_session(
+    small_disk: SmallDisk,
+) -> None:
+    """Only a session being written is "busy"; a full disk is a storage fault, said as
+    such, and the same command succeeds once space is freed."""
+    data_dir = small_disk.root / "data"
+    engine = make_engine(data_dir)
+    start = ok(engine.start_workflow("probe-flow"))
+    sid = engine.deps.codec.parse_state(start["stateToken"]).unwrap().session_id
+    small_disk.fill()
+    _assert_storage_fault(err(engine.archive([sid])).to_envelope())
+    small_disk.free()
+    assert engine.archive([sid]).unwrap().changed == (sid,)

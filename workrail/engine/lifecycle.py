@@ -32,6 +32,7 @@ from workrail.engine.sessions import (
     store_failure,
     validation,
 )
+from workrail.engine.store_errors import is_busy
 from workrail.store.errors import StoreError
 from workrail.store.ports import QUERY_PAGE_MAX, ContentStore, SessionFilter, SessionLog
 
@@ -77,7 +78,7 @@ def set_archived(
             continue
         written = deps.lifecycle.put(sid, after)
         if isinstance(written, Failure):
-            if written.failure().retryable:
+            if is_busy(written.failure()):
                 busy.append(sid)
                 continue
             return Failure(store_failure(written.failure()))
@@ -102,7 +103,7 @@ def _delete(deps: EngineDeps, session_ids: Sequence[str]) -> Result[LifecycleCha
     for sid in session_ids:
         removed = deps.sessions.delete(sid)
         if isinstance(removed, Failure):
-            if removed.failure().retryable:
+            if is_busy(removed.failure()):
                 busy.append(sid)
                 continue
             return Failure(store_failure(removed.failure()))

@@ -23,7 +23,8 @@ from workrail.core.events import DomainEvent
 from workrail.core.health import SessionHealth
 from workrail.core.summary import RUN_STATUSES, RunStatus, SessionSummary
 from workrail.engine.deps import EngineDeps
-from workrail.engine.errors import EngineError, Retry, error, unavailable
+from workrail.engine.errors import EngineError, error
+from workrail.engine.store_errors import from_store
 from workrail.store.errors import StoreError
 from workrail.store.ports import (
     QUERY_PAGE_MAX,
@@ -41,18 +42,8 @@ DEFAULT_PAGE: Final = 50
 
 
 def store_failure(err: StoreError) -> EngineError:
-    if err.code == "STORE_UNAVAILABLE":
-        return unavailable(err.message)
-    if err.retryable:
-        return error(
-            "TOKEN_SESSION_LOCKED",
-            "The session is being written right now; nothing was changed.",
-            "Try again in a moment.",
-            retry=Retry("retryable_after_ms", 1000),
-        )
-    if err.code == "INVALID_REFERENCE":
-        return error("VALIDATION_ERROR", err.message, "Pass a session id (sess_…).")
-    return error("INTERNAL_ERROR", f"Session store error: {err.code}: {err.message}")
+    """A store failure met while managing sessions, mapped like every other (one mapper)."""
+    return from_store(err, "manage")
 
 
 def parse_statuses(given: Sequence[str]) -> Result[frozenset[RunStatus], EngineError]:

@@ -1,13 +1,31 @@
-"""Mapping store error values to wire errors (spec 10-storage §7 table)."""
+"""Mapping store error values to wire errors (spec 10-storage §7 table): the one mapper
+every engine operation uses, so the same store failure always reads the same way."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from workrail.engine.errors import EngineError, error, locked, storage_fault, unavailable
+from workrail.engine.errors import (
+    EngineError,
+    Retry,
+    error,
+    locked,
+    storage_fault,
+    unavailable,
+)
 from workrail.store.errors import StoreError
 
-Operation = Literal["start", "advance", "rehydrate", "checkpoint"]
+Operation = Literal["start", "advance", "rehydrate", "checkpoint", "manage"]
+"""What the engine was doing: `manage` is a person's session command (list, show,
+archive, delete, prune), addressed by session id rather than by token."""
+
+BUSY_CODES = frozenset({"SESSION_LOCKED"})
+"""The only store failures that mean "someone is writing this session right now"; a full
+disk or an unreachable database is never reported as busy."""
+
+
+def is_busy(failure: StoreError) -> bool:
+    return failure.code in BUSY_CODES
 
 
 def from_store(failure: object, operation: Operation) -> EngineError:
@@ -20,6 +38,13 @@ def from_store(failure: object, operation: Operation) -> EngineError:
     if failure.code == "STORAGE_FAULT":
         return storage_fault(failure.message)
     if failure.retryable:
+        if operation == "manage":
+            return error(
+                "TOKEN_SESSION_LOCKED",
+                "The session is being written right now; nothing was changed.",
+                "Try again in a moment.",
+                retry=Retry("retryable_after_ms", 1000),
+            )
         return locked()
     if failure.code == "SESSION_NOT_HEALTHY":
         health = failure.health.to_json() if failure.health is not None else None
@@ -30,6 +55,8 @@ def from_store(failure: object, operation: Operation) -> EngineError:
             health=health,
         )
     if failure.code == "INVALID_REFERENCE":
+        if operation == "manage":
+            return error("VALIDATION_ERROR", failure.message, "Pass a session id (sess_…).")
         return error(
             "TOKEN_UNKNOWN_NODE",
             "No durable node state was found for this token.",

@@ -517,3 +517,47 @@ def test_manifest_record_kinds() -> None:
         MANIFEST_ADAPTER.validate_python(_segment_closed(kind="segment_opened"))
     with pytest.raises(ValidationError):
         MANIFEST_ADAPTER.validate_python(_segment_closed(v=2))
+
+
+def _observation(key: str, kind: str, value: str) -> dict[str, Any]:
+    raw = raw_event("observation_recorded")
+    raw["data"] = {"key": key, "value": {"type": kind, "value": value}, "confidence": "high"}
+    return raw
+
+
+@pytest.mark.parametrize(
+    ("key", "kind", "value"),
+    [
+        ("git_branch", "short_string", "feat\x00x"),  # PostgreSQL text holds no NUL
+        ("git_branch", "short_string", "feat\nx"),
+        ("git_branch", "short_string", "\x1b[2Jfeat"),
+        ("git_branch", "short_string", "feat\x7f"),
+        ("git_branch", "short_string", "feat\x85"),  # a C1 control
+        ("git_branch", "short_string", "feat\ud800"),  # a lone surrogate
+        ("git_branch", "short_string", "b" * 81),
+        ("git_branch", "short_string", "😀" * 41),  # 82 UTF-16 code units
+        ("git_head_sha", "git_sha1", "a" * 39),
+        ("git_head_sha", "git_sha1", "A" * 40),
+        ("git_head_sha", "git_sha1", "a" * 39 + "\x00"),
+        ("repo_root_hash", "sha256", "ab" * 32),
+        ("repo_root_hash", "sha256", "sha256:" + "\x00" * 64),
+    ],
+)
+def test_an_observation_value_must_fit_its_type(key: str, kind: str, value: str) -> None:
+    with pytest.raises(ValidationError):
+        parse_event(_observation(key, kind, value))
+
+
+@pytest.mark.parametrize(
+    ("key", "kind", "value"),
+    [
+        ("git_branch", "short_string", "feature/ünïcode-ß"),
+        ("git_branch", "short_string", "b" * 80),
+        ("git_branch", "short_string", "😀" * 40),  # 80 UTF-16 code units
+        ("git_head_sha", "git_sha1", "0123456789abcdef" * 2 + "01234567"),
+        ("repo_root_hash", "sha256", DIGEST),
+    ],
+)
+def test_observation_values_that_fit_are_kept(key: str, kind: str, value: str) -> None:
+    raw = _observation(key, kind, value)
+    assert round_trip(raw) == raw

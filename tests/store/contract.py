@@ -594,6 +594,57 @@ class BackendContract:
         assert len(events_of(backend.sessions, chain.sess)) == 3
         assert backend.sessions.delete(chain.sess).unwrap() is True
 
+    # bundles every backend refuses alike ---------------------------------------------
+
+    @pytest.mark.parametrize(
+        ("key", "kind", "value"),
+        [
+            ("git_branch", "short_string", "fe\x00at"),
+            ("git_branch", "short_string", "fe\x1b[31mat"),
+            ("git_branch", "short_string", "b" * 81),
+            ("git_head_sha", "git_sha1", "\x00" * 40),
+            ("git_head_sha", "git_sha1", "A" * 40),
+            ("repo_root_hash", "sha256", "sha256:" + "\x00" * 64),
+        ],
+    )
+    def test_a_bundle_with_an_observation_no_store_can_hold_is_refused(
+        self, backend: Any, key: str, kind: str, value: str
+    ) -> None:
+        """The same bundles are refused on every backend, before anything is stored (a
+        NUL once imported on files and failed on PostgreSQL, whose text holds no NUL)."""
+        from dataclasses import replace
+
+        from tests.bundle.helpers import encode, reseal
+        from workrail.engine.api import Engine
+        from workrail.engine.workspace import WorkspaceFacts
+
+        class Probe:
+            def probe(self, path: str | None) -> WorkspaceFacts:
+                return WorkspaceFacts(
+                    path or "/w", repo_root="/w", branch="main", head_sha="a" * 40
+                )
+
+        engine = engine_over(backend)
+        engine = Engine(replace(engine.deps, probe=Probe()))
+        started = engine.start_workflow("probe-flow", None, "/w").unwrap()
+        doc = json.loads(engine.export_session(started["sessionId"], app_version="t").unwrap().data)
+        (observed,) = (
+            e
+            for e in doc["session"]["events"]
+            if e["kind"] == "observation_recorded" and e["data"]["key"] == key
+        )
+        observed["data"]["value"] = {"type": kind, "value": value}
+        old_id = doc["session"]["sessionId"]
+        fresh_id = new_id("sess")
+        raw = encode(reseal(json.loads(json.dumps(doc).replace(old_id, fresh_id))))
+        before = set(everything(backend))
+        refused = engine.import_session(raw)
+        assert isinstance(refused, Failure), refused
+        assert refused.failure().code == "BUNDLE_INVALID_FORMAT", refused.failure()
+        assert refused.failure().path.endswith("observation_recorded/data/value")
+        assert backend.sessions.exists(fresh_id).unwrap() is False
+        assert set(everything(backend)) == before
+
     # content-addressed entries --------------------------------------------------------
 
     def test_content_entries_are_listed_and_deleted(self, backend: Any) -> None:

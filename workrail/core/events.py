@@ -6,6 +6,8 @@ validates; unknown kinds are a schema failure, and each kind's scope rule is enf
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
@@ -276,9 +278,48 @@ class GapRecordedData(Lenient):
     evidenceRefs: Omittable[list[dict[str, Any]]]
 
 
+SHORT_STRING_MAX_UNITS: Final = 80
+"""A `short_string` observation holds 1..80 UTF-16 code units (spec 20 §5)."""
+
+_GIT_SHA1: Final = re.compile(r"[0-9a-f]{40}")
+_SHA256: Final = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def short_string_problem(value: str) -> str | None:
+    """Why `value` cannot be a `short_string` observation, or None when it can.
+
+    Control characters (NUL above all) and lone surrogates are refused here, in the model,
+    so every backend refuses the same bundles: PostgreSQL text cannot hold a NUL or a
+    surrogate, and a branch name never holds either (git refuses control characters)."""
+    if not value:
+        return "is empty"
+    if len(value.encode("utf-16-le", "surrogatepass")) // 2 > SHORT_STRING_MAX_UNITS:
+        return f"is longer than {SHORT_STRING_MAX_UNITS} characters"
+    for char in value:
+        if unicodedata.category(char) in ("Cc", "Cs"):
+            return f"holds the control character U+{ord(char):04X}"
+    return None
+
+
+def is_git_sha1(value: str) -> bool:
+    return _GIT_SHA1.fullmatch(value) is not None
+
+
 class ObservationValue(Lenient):
     type: Literal["short_string", "git_sha1", "sha256"]
     value: NonEmptyStr
+
+    @model_validator(mode="after")
+    def _value_fits_its_type(self) -> ObservationValue:
+        if self.type == "short_string":
+            problem = short_string_problem(self.value)
+            if problem is not None:
+                raise ValueError(f"a short_string observation {problem}")
+        elif self.type == "git_sha1" and not is_git_sha1(self.value):
+            raise ValueError("a git_sha1 observation is 40 lowercase hex digits")
+        elif self.type == "sha256" and _SHA256.fullmatch(self.value) is None:
+            raise ValueError("a sha256 observation is sha256: and 64 lowercase hex digits")
+        return self
 
 
 class ObservationRecordedData(Lenient):

@@ -13,9 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from workrail.core import dedupe
-
-MAX_BRANCH_CHARS: Final = 80
-"""`short_string` observations hold 1..80 characters; a longer branch is not recorded."""
+from workrail.core.events import is_git_sha1, short_string_problem
 
 
 @dataclass(frozen=True)
@@ -67,11 +65,11 @@ def observations(session_id: str, facts: WorkspaceFacts) -> list[tuple[str, str,
             )
         )
 
-    branch = facts.branch
-    if branch and branch != "HEAD" and len(branch) <= MAX_BRANCH_CHARS:
+    branch = facts.branch  # one the log could not hold (too long, odd bytes) is left out
+    if branch and branch != "HEAD" and short_string_problem(branch) is None:
         add("git_branch", "short_string", branch)
     sha = facts.head_sha
-    if sha and len(sha) == 40 and all(c in "0123456789abcdef" for c in sha):
+    if sha and is_git_sha1(sha):
         add("git_head_sha", "git_sha1", sha)
     if facts.repo_root_hash is not None:
         add("repo_root_hash", "sha256", facts.repo_root_hash)

@@ -4,6 +4,7 @@ unchanged against every backend."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import random
@@ -12,6 +13,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime, timedelta
@@ -401,11 +403,11 @@ class SessionStoreContract:
 IndexedRows = Callable[[Any], dict[str, dict[str, Any]]]
 
 
-def engine_over(backend: Any) -> Any:
-    """The real engine over `backend`, with the reference's test workflows."""
+def engine_over(backend: Any, workflows: Path | None = None) -> Any:
+    """The real engine over `backend`, with the reference's test workflows (or these)."""
     from tests.engine.conftest import engine_over as build
 
-    return build(backend)
+    return build(backend, workflows)
 
 
 def everything(backend: Any) -> dict[str, Any]:
@@ -429,7 +431,8 @@ class BackendContract:
     """Fixtures a backend provides: `backend` (a Backend); `reopen_backend()` (a new one
     over the same storage); `hold_writer(session_id)` as above; `indexed(backend)` (the
     summary records the backend holds right now, by session id, read without bringing
-    them up to date, so the property test sees what was kept incrementally)."""
+    them up to date, so the property test sees what was kept incrementally);
+    `fresh_backend()` (a backend over new, empty storage, closed by the test)."""
 
     @pytest.fixture
     def backend(self) -> Any:
@@ -656,9 +659,10 @@ class BackendContract:
             assert len(page) == 1 and page[0].ref > refs[0]
             stamp = next(r for r in store.list_refs().unwrap() if r.ref == refs[1]).stored_at
             assert abs((datetime.now(UTC) - stamp).total_seconds()) < 3600
-            assert store.delete(refs[1]).unwrap() is True
+            later = datetime.now(UTC) + timedelta(hours=1)
+            assert store.delete(refs[1], stored_before=later).unwrap() is True
             assert store.get(refs[1]).unwrap() is None
-            assert store.delete(refs[1]).unwrap() is False
+            assert store.delete(refs[1], stored_before=later).unwrap() is False
             assert refs[1] not in [r.ref for r in store.list_refs().unwrap()]
 
     # snapshot states ------------------------------------------------------------------
@@ -693,7 +697,7 @@ class BackendContract:
     def test_a_deleted_snapshot_has_no_state(self, backend: Any, reopen_backend: Any) -> None:
         ref = backend.snapshots.put(_snapshots()[0]).unwrap()
         assert ref in backend.snapshots.states([ref]).unwrap()
-        assert backend.snapshots.delete(ref).unwrap() is True
+        assert backend.snapshots.delete(ref, stored_before=_later()).unwrap() is True
         assert backend.snapshots.states([ref]).unwrap() == {}
         assert reopen_backend().snapshots.states([ref]).unwrap() == {}
 
@@ -704,8 +708,99 @@ class BackendContract:
         raw = {**_snapshots()[0], "probe": new_id("snap")}
         ref = backend.snapshots.put(raw).unwrap()
         assert backend.snapshots.states([ref]).unwrap() == {ref: snapshot_state(raw)}
-        assert reopen_backend().snapshots.delete(ref).unwrap() is True
+        assert reopen_backend().snapshots.delete(ref, stored_before=_later()).unwrap() is True
         assert backend.snapshots.states([ref]).unwrap() == {}
+
+
+    def test_content_stored_since_the_cutoff_is_not_deleted(self, backend: Any) -> None:
+        for store in (backend.snapshots, backend.pinned):
+            ref = store.put({"kept": new_id("x"), "kind": str(store)}).unwrap()
+            stamp = _stored_at(store, ref)
+            assert store.delete(ref, stored_before=stamp).unwrap() is False  # not before
+            assert store.get(ref).unwrap() is not None
+            assert store.delete(ref, stored_before=stamp + timedelta(microseconds=1)).unwrap()
+            assert store.get(ref).unwrap() is None
+
+    def test_prune_keeps_content_a_start_stores_again_between_its_marks(
+        self, fresh_backend: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Every start of a workflow stores the same first snapshot and pinned workflow.
+        W's only session is gone and W is started again on another thread while prune
+        collects: the content is stored again after prune listed it as old, and the new
+        session's append lands after prune's second mark. The content stays, and the new
+        session is whole."""
+        from workrail.engine import lifecycle as lifecycle_uc
+        from workrail.engine import loaded
+        from workrail.engine.api import Engine
+        from workrail.engine.lifecycle import PruneRequest
+
+        workflows = tmp_path / "workflows"
+        workflows.mkdir()
+        step = f"race-{new_id('x')[2:14]}"  # a first snapshot of this test's own
+        flow = {
+            "id": "gc-race-flow",
+            "name": "GC race",
+            "version": "1.0.0",
+            "description": "One step, started while prune collects.",
+            "steps": [{"id": step, "title": "Race", "prompt": "Do it."}],
+        }
+        (workflows / "gc-race-flow.json").write_text(json.dumps(flow))
+        backend = fresh_backend()
+        try:
+            engine = engine_over(backend, workflows)
+            first = engine.start_workflow("gc-race-flow").unwrap()
+            sid = engine.deps.codec.parse_state(first["stateToken"]).unwrap().session_id
+            snapshot_ref, workflow_hash = backend.sessions.read(
+                sid,
+                lambda log: next(
+                    (n.data.snapshotRef, n.data.workflowHash) for n in log.index.nodes.values()
+                ),
+            ).unwrap()
+            stored = max(
+                _stored_at(backend.snapshots, snapshot_ref),
+                _stored_at(backend.pinned, workflow_hash),
+            )
+            cutoff = stored + timedelta(microseconds=1)  # old: everything stored so far
+            _wait_for_store_time(backend.snapshots, cutoff)  # anything stored next is new
+            assert engine.delete_sessions([sid]).unwrap().changed == (sid,)
+            pruner = Engine(dataclasses.replace(engine.deps, clock=lambda: cutoff))
+            request = PruneRequest(older_than=timedelta(days=3650), grace=timedelta(0))
+            would = pruner.prune(dataclasses.replace(request, dry_run=True)).unwrap().collected
+            assert would.skipped_reason is None
+            assert snapshot_ref in would.snapshots and workflow_hash in would.pinned_workflows
+
+            again = engine_over(backend, workflows)  # another caller of the same store
+            restarted: list[dict[str, Any]] = []
+            marks = lifecycle_uc._mark
+            passes = 0
+
+            def mark_then_start_again(deps: Any, forget: frozenset[str]) -> Any:
+                nonlocal passes
+                marked = marks(deps, forget)
+                passes += 1
+                if passes == 2:  # between the second mark and the sweep
+                    racer = threading.Thread(
+                        target=lambda: restarted.append(
+                            again.start_workflow("gc-race-flow").unwrap()
+                        )
+                    )
+                    racer.start()
+                    racer.join(timeout=120)
+                    assert not racer.is_alive()
+                return marked
+
+            monkeypatch.setattr(lifecycle_uc, "_mark", mark_then_start_again)
+            report = pruner.prune(request).unwrap()
+            assert passes == 2 and len(restarted) == 1
+            assert snapshot_ref not in report.collected.snapshots
+            assert workflow_hash not in report.collected.pinned_workflows
+            assert backend.snapshots.get(snapshot_ref).unwrap() is not None
+            assert backend.pinned.get(workflow_hash).unwrap() is not None
+            monkeypatch.setattr(loaded, "_parsed", loaded._ParsedSnapshots())  # a cold start
+            pending = engine_over(backend, workflows).rehydrate(restarted[0]["stateToken"])
+            assert pending.unwrap()["pending"]["stepId"] == step
+        finally:
+            backend.close()
 
     # the projection is what a rebuild says --------------------------------------------
 
@@ -742,6 +837,29 @@ def _snapshots() -> list[dict[str, Any]]:
         for state in ({"kind": "init"}, looped)
     ]
     return [*made, *found, {"probe": "not a snapshot"}]
+
+
+def _later() -> datetime:
+    """A `stored_before` that everything stored so far is before."""
+    return datetime.now(UTC) + timedelta(hours=1)
+
+
+def _stored_at(store: Any, ref: str) -> datetime:
+    """When the store says `ref` was last stored (its own clock)."""
+    page = store.list_refs(after=ref[:-1], limit=16).unwrap()
+    stamp: datetime = next(entry.stored_at for entry in page if entry.ref == ref)
+    return stamp
+
+
+def _wait_for_store_time(store: Any, moment: datetime, seconds: float = 30) -> None:
+    """Until content stored now is stamped at `moment` or later by the store's own clock
+    (a file system stamps mtimes in ticks of a few milliseconds)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        ref = store.put({"clock probe": new_id("x")}).unwrap()
+        if _stored_at(store, ref) >= moment:
+            return
+        assert time.monotonic() < deadline, "the store's clock does not move"
 
 
 def _archived() -> Any:

@@ -9,7 +9,10 @@ Safety rules the collector keeps:
   deleted from under its writer (it is reported busy and kept);
 - content stored or re-stored within `grace` is never collected (a start or advance puts
   its snapshot before the append that pins it), and the kept sessions' pins are marked a
-  second time just before the sweep, so an append that landed meanwhile is seen.
+  second time just before the sweep, so an append that landed meanwhile is seen;
+- each entry is then deleted only if the store still holds it as stored before the cutoff
+  (one conditional step in the store), so content a start or advance stored again after
+  it was listed — for an append that lands after the second mark — is kept.
 """
 
 from __future__ import annotations
@@ -251,14 +254,21 @@ def _collect(
     second = again.unwrap()
     if second.unsafe is not None:
         return Success(Collection(skipped_reason=second.unsafe))
-    snaps = [r for r in snapshot_candidates.unwrap() if r not in second.refs]
-    pins = [h for h in pinned_candidates.unwrap() if h not in second.hashes]
-    for store, doomed in ((deps.snapshots, snaps), (deps.pinned, pins)):
-        for ref in doomed:
-            gone = store.delete(ref)
+    removed: tuple[list[str], list[str]] = ([], [])
+    doomed = (
+        (deps.snapshots, [r for r in snapshot_candidates.unwrap() if r not in second.refs]),
+        (deps.pinned, [h for h in pinned_candidates.unwrap() if h not in second.hashes]),
+    )
+    for (store, refs), out in zip(doomed, removed, strict=True):
+        for ref in refs:
+            # Only if still old: a start or advance may have stored it again since it was
+            # listed, for an append that lands after the second mark.
+            gone = store.delete(ref, stored_before=cutoff)
             if isinstance(gone, Failure):
                 return Failure(store_failure(gone.failure()))
-    return Success(Collection(tuple(snaps), tuple(pins)))
+            if gone.unwrap():
+                out.append(ref)
+    return Success(Collection(tuple(removed[0]), tuple(removed[1])))
 
 
 @dataclass

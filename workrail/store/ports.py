@@ -170,8 +170,12 @@ class ContentStore(Protocol):
         """One page of entries in ascending ref order, those greater than `after`."""
         ...
 
-    def delete(self, ref: str) -> Result[bool, StoreError]:
-        """Remove one entry (False when absent). Only the collector calls this."""
+    def delete(self, ref: str, *, stored_before: datetime) -> Result[bool, StoreError]:
+        """Remove one entry if it was last stored before `stored_before`; False when it is
+        absent or was stored (or re-stored by a `put`) since. The check and the removal are
+        one step against concurrent puts, so content a start or advance has just stored
+        again is never removed from under the append that will pin it. Only the collector
+        calls this."""
         ...
 
 

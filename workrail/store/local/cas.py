@@ -97,7 +97,9 @@ class _ContentStore:
         try:
             data = read_regular(path)
         except FileNotFoundError:
-            return Success(None)
+            if not _link_back(_aside(path), path):
+                return Success(None)
+            return self.get(ref)  # a collector stopped between its rename and its check
         except UnsafePath as exc:
             return Failure(StoreError(self._error_code, f"{path.name}: {exc.what}, not a file"))
         except OSError as exc:
@@ -140,19 +142,49 @@ class _ContentStore:
             page.append(StoredRef(ref, datetime.fromtimestamp(st.st_mtime, UTC)))
         return Success(page)
 
-    def delete(self, ref: str) -> Result[bool, StoreError]:
+    def delete(self, ref: str, *, stored_before: datetime) -> Result[bool, StoreError]:
+        """Rename the file aside, then judge the renamed file's mtime: a `put` that
+        refreshed it before the rename shows there (the file is linked back, never over a
+        newer one), and a `put` after the rename meets no file and writes it again."""
         try:
             path = self._path(ref)
         except UnsafeReference as exc:
             return Failure(StoreError("INVALID_REFERENCE", str(exc)))
         self._cache.forget(ref)
+        aside = _aside(path)
         try:
-            path.unlink()
+            os.rename(path, aside)
         except FileNotFoundError:
             return Success(False)
         except OSError as exc:
-            return Failure(StoreError("SESSION_STORE_IO_ERROR", f"cannot delete: {exc}"))
+            return Failure(io_error(exc, "SESSION_STORE_IO_ERROR", f"cannot delete {path.name}"))
+        try:
+            stored_at = datetime.fromtimestamp(os.lstat(aside).st_mtime, UTC)
+            if stored_at >= stored_before:  # stored again meanwhile: keep it
+                _link_back(aside, path)
+                os.unlink(aside)
+                return Success(False)
+            os.unlink(aside)
+        except OSError as exc:
+            return Failure(io_error(exc, "SESSION_STORE_IO_ERROR", f"cannot delete {path.name}"))
         return Success(True)
+
+
+def _aside(path: Path) -> Path:
+    """Where the collector moves a file while it decides (never a content name)."""
+    return path.with_name(f".{path.name}.gc")
+
+
+def _link_back(aside: Path, path: Path) -> bool:
+    """Give `aside` its content name again, unless something is there already (a put
+    wrote it afresh: that file is as good). False when there is nothing aside."""
+    try:
+        os.link(aside, path, follow_symlinks=False)
+    except FileExistsError:
+        return True
+    except FileNotFoundError:
+        return False
+    return True
 
 
 class LocalSnapshotStore(_ContentStore):
@@ -211,8 +243,8 @@ class LocalSnapshotStore(_ContentStore):
         except OSError:
             return False
 
-    def delete(self, ref: str) -> Result[bool, StoreError]:
-        deleted = super().delete(ref)
+    def delete(self, ref: str, *, stored_before: datetime) -> Result[bool, StoreError]:
+        deleted = super().delete(ref, stored_before=stored_before)
         if isinstance(deleted, Success):
             self._states.forget(ref)
             self._index.forget(ref)

@@ -10,7 +10,7 @@ damaged CAS file is replaced on files.
 from __future__ import annotations
 
 from collections.abc import Collection
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from returns.result import Failure, Result, Success
@@ -131,14 +131,18 @@ class _ContentTable:
 
         return self._db.run(page)
 
-    def delete(self, ref: str) -> Result[bool, StoreError]:
+    def delete(self, ref: str, *, stored_before: datetime) -> Result[bool, StoreError]:
+        """One conditional DELETE: a concurrent `put` either refreshed `stored_at` first
+        (the row no longer matches) or waits on the row and inserts it afresh."""
         if not is_digest(ref):
             return Failure(StoreError("INVALID_REFERENCE", f"not a {self._what}: {ref[:80]!r}"))
         self._cache.forget(ref)
         return self._db.run(
             lambda conn: (
                 conn.execute(
-                    f"DELETE FROM {self._table} WHERE {self._key} = %s RETURNING 1", (ref,)
+                    f"DELETE FROM {self._table} WHERE {self._key} = %s AND stored_at < %s "
+                    "RETURNING 1",
+                    (ref, stored_before),
                 ).fetchone()
                 is not None
             )
@@ -215,9 +219,9 @@ class PostgresSnapshotStore(_ContentTable):
 
         return self._db.run(select)
 
-    def delete(self, ref: str) -> Result[bool, StoreError]:
+    def delete(self, ref: str, *, stored_before: datetime) -> Result[bool, StoreError]:
         self._states.forget(ref)
-        return super().delete(ref)
+        return super().delete(ref, stored_before=stored_before)
 
 
 BODY_BATCH: Final = 256

@@ -81,6 +81,18 @@ def test_global_flags_work_before_or_after_the_subcommand(
     assert build_parser().parse_args(argv).json is True
 
 
+@pytest.mark.parametrize("command", [["sessions"], ["sessions", "show", "sess_qmx"]])
+def test_a_data_dir_that_cannot_be_read_says_to_check_it(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "sessions").write_text("not a directory")
+    assert main([*command, "--data-dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("STORE_UNAVAILABLE") and "Not a directory" in err
+    assert "needs a person to check it" in err
+    assert "invariant" not in err and "server log" not in err and "Traceback" not in err
+
+
 def test_a_bad_store_url_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sessions", "--store", "mysql://root:hunter2@db/x"]) == 2
     err = capsys.readouterr().err

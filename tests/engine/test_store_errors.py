@@ -44,3 +44,14 @@ def test_managing_sessions_maps_like_the_engine(code: StoreErrorCode) -> None:
 @pytest.mark.parametrize("code", CODES)
 def test_only_a_locked_session_is_busy(code: StoreErrorCode) -> None:
     assert is_busy(StoreError(code, "m")) is (code == "SESSION_LOCKED")
+
+
+@pytest.mark.parametrize("operation", OPERATIONS)
+def test_an_unreadable_store_asks_a_person_to_check_it(operation: Operation) -> None:
+    failure = StoreError("SESSION_STORE_IO_ERROR", "Not a directory: /data/sessions")
+    envelope = from_store(failure, operation).to_envelope()
+    assert envelope["code"] == "STORE_UNAVAILABLE" and envelope["retry"]["kind"] == "not_retryable"
+    assert envelope["details"]["details"]["storeCode"] == "SESSION_STORE_IO_ERROR"
+    assert "/data/sessions" in envelope["message"]
+    assert "needs a person to check it" in envelope["details"]["suggestion"]
+    assert "invariant" not in str(envelope)

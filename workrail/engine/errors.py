@@ -110,6 +110,21 @@ def unavailable(detail: str) -> EngineError:
     )
 
 
+def io_error(detail: str) -> EngineError:
+    """The store's files or tables could not be read or written for a reason a person must
+    fix (a path that is not a directory, a permission, a missing table): not a bug in
+    WorkRail, and the same call works once the store is put right."""
+    return error(
+        "STORE_UNAVAILABLE",
+        f"The session store could not be read or written: {detail}",
+        "Nothing was recorded. The data directory or database named here needs a person "
+        "to check it (permissions, that it is the right path); the same call works once "
+        "it is put right.",
+        retry=NOT_RETRYABLE,
+        storeCode="SESSION_STORE_IO_ERROR",
+    )
+
+
 def storage_fault(detail: str) -> EngineError:
     """The store could not write (disk full, quota, I/O error): nothing was acknowledged,
     and the same call succeeds once the storage recovers."""

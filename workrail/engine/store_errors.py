@@ -9,6 +9,7 @@ from workrail.engine.errors import (
     EngineError,
     Retry,
     error,
+    io_error,
     locked,
     storage_fault,
     unavailable,
@@ -62,6 +63,9 @@ def from_store(failure: object, operation: Operation) -> EngineError:
             "No durable node state was found for this token.",
             "Use a token returned by WorkRail for an existing node.",
         )
+    if failure.code == "SESSION_STORE_IO_ERROR":
+        return io_error(failure.message)
     if failure.code == "SESSION_STORE_INVARIANT_VIOLATION":
-        return error("INTERNAL_ERROR", failure.message, "Treat as invariant violation.")
+        return error("INTERNAL_ERROR", failure.message)
     return error("INTERNAL_ERROR", f"Session store error: {failure.code}: {failure.message}")
+

@@ -142,3 +142,24 @@ def test_without_a_terminal_the_ready_line_stays_out_of_the_way(data_dir: Path) 
     out, err = proc.communicate(b"", timeout=START_TIMEOUT)  # EOF at once: a clean end
     assert proc.returncode == 0
     assert out == b"" and err == b""
+
+
+@pytest.mark.parametrize("command", [["serve"], ["mcp", "--http"]])
+def test_a_port_in_use_is_one_line_and_exit_1(data_dir: Path, command: list[str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        proc = subprocess.run(
+            [sys.executable, "-m", "workrail", *command, "--port", str(port)],
+            cwd=ROOT,
+            env=server_env(data_dir),
+            capture_output=True,
+            text=True,
+            timeout=START_TIMEOUT,
+        )
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr == (
+        f"workrail {command[0]}: port {port} on 127.0.0.1 is already in use; stop what holds "
+        "it or pick another with --port.\n"
+    )

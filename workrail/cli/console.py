@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import errno
 import logging
-import socket
 import webbrowser
 from collections.abc import Callable
 from types import FrameType
@@ -21,6 +19,7 @@ from returns.result import Failure
 from workrail import __version__
 from workrail.app import build_console
 from workrail.cli.context import Cli, port_number
+from workrail.cli.listen import bind_listener, bind_problem
 from workrail.console.security import (
     LOOPBACK_NAMES,
     SECRET_PARAM,
@@ -33,20 +32,6 @@ from workrail.core.errors import envelope
 from workrail.mcp.http_guard import ExhaustionLogOnce, uvicorn_options
 
 DEFAULT_PORT = 3456
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(128)
-    except BaseException:
-        sock.close()
-        raise
-    sock.set_inheritable(True)
-    return sock
 
 
 class _ConsoleServer(uvicorn.Server):
@@ -85,17 +70,9 @@ def run_console(cli: Cli) -> int:
     host: str = args.host
     backend = cli.backend()
     try:
-        sock = _bind(host, args.port)
+        sock = bind_listener(host, args.port)
     except OSError as exc:
-        if exc.errno == errno.EADDRINUSE:
-            cli.err.write(
-                f"workrail console: port {args.port} on {host} is already in use; "
-                "stop what holds it or pick another with --port.\n"
-            )
-        else:
-            cli.err.write(
-                f"workrail console: cannot listen on {host}:{args.port}: {exc.strerror or exc}.\n"
-            )
+        cli.err.write(bind_problem("console", host, args.port, exc) + "\n")
         return 1
     port = sock.getsockname()[1]
     guard = Guard.for_bind(host, args.allow_host or ())

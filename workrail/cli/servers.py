@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -17,6 +18,7 @@ from returns.result import Failure
 from workrail import __version__
 from workrail.app import build_console, open_fence
 from workrail.cli.context import INTERRUPTED, Cli, exit_now, port_number
+from workrail.cli.listen import bind_listener, bind_problem
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -95,6 +97,26 @@ def _where(cli: Cli, fence: FenceService | None) -> str:
     return f"sessions in {store}; {tools}"
 
 
+def _listen(cli: Cli, command: str) -> socket.socket | None:
+    """The listening socket, or None once a busy port is reported (exit 1)."""
+    try:
+        return bind_listener(cli.args.host, cli.args.port)
+    except OSError as exc:
+        cli.err.write(bind_problem(command, cli.args.host, cli.args.port, exc) + "\n")
+        return None
+
+
+@contextmanager
+def _closing(sock: socket.socket | None) -> Iterator[None]:
+    """The listener is closed however the command ends (uvicorn closes it when it stops,
+    but not when the store fails to open first)."""
+    try:
+        yield
+    finally:
+        if sock is not None:
+            sock.close()
+
+
 def _http_url(host: str, port: int) -> str:
     shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
     return f"http://{shown}:{port}"
@@ -103,9 +125,14 @@ def _http_url(host: str, port: int) -> str:
 def run_mcp(cli: Cli) -> int:
     """Serve MCP; stdio unless --http. Nothing but protocol is written to stdout."""
     args = cli.args
-    with _serving(cli) as (engine, fence):
-        if args.http:
-            url = _http_url(args.host, args.port)
+    sock = None
+    if args.http:
+        sock = _listen(cli, "mcp")
+        if sock is None:
+            return 1
+    with _closing(sock), _serving(cli) as (engine, fence):
+        if sock is not None:
+            url = _http_url(args.host, sock.getsockname()[1])
             ready = _announce(
                 cli,
                 f"workrail mcp {__version__}: ready at {url}/mcp ({_where(cli, fence)}). "
@@ -113,7 +140,7 @@ def run_mcp(cli: Cli) -> int:
             )
             from workrail.mcp.transport import serve_http
 
-            code = serve_http(engine, args.host, args.port, fence, on_ready=ready)
+            code = serve_http(engine, args.host, args.port, fence, on_ready=ready, sock=sock)
         else:
             ready = _announce(
                 cli,
@@ -136,12 +163,14 @@ def run_serve(cli: Cli) -> int:
     from workrail.mcp.transport import serve_http
 
     args = cli.args
-    with _serving(cli) as (engine, fence):
-        url = _http_url(args.host, args.port)
+    sock = _listen(cli, "serve")
+    if sock is None:
+        return 1
+    port = sock.getsockname()[1]
+    with _closing(sock), _serving(cli) as (engine, fence):
+        url = _http_url(args.host, port)
         fence_line = f", effect checkpoint API at {url}/v1/tools/workflow-checkpoint"
-        console, console_line = _console(
-            cli, args.host, _http_url(browse_host(args.host), args.port)
-        )
+        console, console_line = _console(cli, args.host, _http_url(browse_host(args.host), port))
         ready = _announce(
             cli,
             f"workrail serve {__version__}: MCP at {url}/mcp"
@@ -157,6 +186,7 @@ def run_serve(cli: Cli) -> int:
             on_ready=ready,
             console=console,
             on_stop=None if console is None else lambda: stop_live_streams(console),
+            sock=sock,
         )
     return _stopped(cli, "serve", code)
 

@@ -97,11 +97,13 @@ def serve_http(
     on_ready: Callable[[], None] | None = None,
     console: ASGIApp | None = None,
     on_stop: Callable[[], None] | None = None,
+    sock: socket.socket | None = None,
 ) -> int:
     """Streamable HTTP at http://HOST:PORT/mcp (and the fence routes when `fence_http`).
     Loopback by default; then requests whose Host header is not local are rejected
     (DNS-rebinding protection). `on_ready` runs once the port accepts connections; Ctrl-C
-    stops the server within a second even while clients hold streams open."""
+    stops the server within a second even while clients hold streams open. `sock`: a
+    socket already listening on HOST:PORT (the CLI binds first to report a busy port)."""
     import uvicorn
 
     class Server(uvicorn.Server):
@@ -141,7 +143,7 @@ def serve_http(
         import asyncio
 
         asyncio.get_running_loop().set_exception_handler(ExhaustionLogOnce())
-        await server.serve()
+        await server.serve(sockets=None if sock is None else [sock])
 
     # uvicorn drains on SIGTERM, then re-raises the signal to the handler it found: make
     # that one return, so a drained server exits 0 instead of dying of the signal.

@@ -8,8 +8,6 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-import pytest
-
 from tests.engine.helpers import tree_digest
 from tests.store.contract import append, engine_over
 from tests.store.plans import Chain
@@ -164,16 +162,15 @@ def test_lifecycle_record_sits_beside_the_log_and_bad_records_read_as_default(
     assert backend.query.get([chain.sess]).unwrap()[chain.sess].workspace_path is None
 
 
-def test_a_long_session_is_projected_by_the_next_query_not_by_each_append(
-    data_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Projecting is O(session): at each append of a long session it made every advance
-    slower than the last. Past the bound the row waits for a query, which is current."""
-    monkeypatch.setattr("workrail.store.local.summary_index.EAGER_PROJECTION_EVENTS", 4)
+def test_every_append_of_this_process_updates_its_row_at_once(data_dir: Path) -> None:
+    """Projecting folds only the new events, so even a long session's row is written by
+    each append (it once waited for the next query past 256 events)."""
     backend = LocalBackend.open(data_dir)
     chain = Chain()
-    append(backend.sessions, chain.sess, chain.start())  # 3 events: projected at once
+    append(backend.sessions, chain.sess, chain.start())
     assert indexed_rows(backend)[chain.sess]["record"]["eventCount"] == 3
-    append(backend.sessions, chain.sess, chain.advance())  # 6 events: left to the query
-    assert indexed_rows(backend)[chain.sess]["record"]["eventCount"] == 3
-    assert backend.query.get([chain.sess]).unwrap()[chain.sess].event_count == 6
+    for _ in range(100):
+        append(backend.sessions, chain.sess, chain.advance())
+    count = backend.sessions.read(chain.sess, lambda log: log.count).unwrap()
+    assert count > 256
+    assert indexed_rows(backend)[chain.sess]["record"]["eventCount"] == count

@@ -66,6 +66,11 @@ class SessionIndex:
     # inline content of every loop-control artifact output, in event order: the only
     # artifacts the interpreter reads back, kept apart so an advance never scans them all
     loop_control_artifacts: list[Any] = field(default_factory=list)
+    # children of each node by parentNodeId, in creation order
+    children: dict[str, list[str]] = field(default_factory=dict)
+    # per run: the latest eventIndex that raised a node's last activity, and the topmost
+    # nodes raised at that index: the preferred tip lies below one of them
+    touched: dict[str, tuple[int, list[str]]] = field(default_factory=dict)
 
     def apply(self, event: DomainEvent) -> None:
         """Fold one event (the next by eventIndex) into the index."""
@@ -113,6 +118,7 @@ class SessionIndex:
                 node_id = scope.nodeId
                 if node_id in self.last_activity:
                     self.last_activity[node_id] = max(self.last_activity[node_id], event.eventIndex)
+                    self._touch(self.nodes[node_id].run_id, event.eventIndex, node_id)
 
     def _run_started(self, event: RunStarted) -> None:
         existing = self.runs.get(event.run_id)
@@ -144,6 +150,9 @@ class SessionIndex:
                 )
         self.nodes[node_id] = event
         self.last_activity[node_id] = event.eventIndex
+        self._touch(event.run_id, event.eventIndex, node_id)
+        if parent is not None:
+            self.children.setdefault(parent, []).append(node_id)
         run = self.runs.get(event.run_id)
         if run is not None:
             run.node_ids.append(node_id)
@@ -168,6 +177,14 @@ class SessionIndex:
         )
         self.last_activity[data.fromNodeId] = activity
         self.last_activity[data.toNodeId] = activity
+        self._touch(src.run_id, event.eventIndex, data.fromNodeId)  # the child lies below
+
+    def _touch(self, run_id: str, event_index: int, node_id: str) -> None:
+        touch = self.touched.get(run_id)
+        if touch is not None and touch[0] == event_index:
+            touch[1].append(node_id)
+        else:
+            self.touched[run_id] = (event_index, [node_id])
 
     # --- queries -----------------------------------------------------------------------
 
@@ -196,6 +213,42 @@ class SessionIndex:
 
     def preferred_tip(self, run_id: str) -> str | None:
         """The deterministic 'latest activity' tip of spec 70 §2."""
+        scored = self.preferred_tip_scored(run_id)
+        return None if scored is None else scored[0]
+
+    def preferred_tip_scored(self, run_id: str) -> tuple[str, int] | None:
+        """The preferred tip and its score, in O(the subtree of the latest touched node)
+        rather than O(run).
+
+        Every event raises the nodes it touches to its own eventIndex, the highest so far,
+        so the tips that score highest are exactly the tips at or below the nodes the
+        run's latest activity touched (an edge touches its child too, which lies below its
+        parent). They tie on score, so the rest of the order decides among them."""
+        run = self.runs.get(run_id)
+        touch = self.touched.get(run_id)
+        if run is None or touch is None:
+            return None
+        best: tuple[int, tuple[int, ...]] | None = None
+        best_id: str | None = None
+        stack = list(touch[1])
+        while stack:
+            current = stack.pop()
+            node = self.nodes[current]
+            children = self.children.get(current)
+            if children:
+                stack.extend(children)
+            # a tip of the run: no outgoing edge, created once the run had started
+            if not self.edges_from.get(current) and node.eventIndex > run.started.eventIndex:
+                key = (node.eventIndex, _invert(current))
+                if best is None or key > best:
+                    best, best_id = key, current
+        if best_id is None:  # only nodes from before the run started lie there
+            tip = self.best_tip(self.tips(run_id))
+            return None if tip is None else (tip, self._reach(tip, {}))
+        return best_id, touch[0]
+
+    def preferred_tip_by_scoring(self, run_id: str) -> str | None:
+        """Spec 70 §2 computed literally over every tip (what `preferred_tip` must equal)."""
         return self.best_tip(self.tips(run_id))
 
     def descendant_tips(self, node_id: str) -> list[str]:

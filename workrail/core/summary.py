@@ -10,6 +10,7 @@ snapshot refs and workflow hashes to look up, `summarize(...)` folds the answers
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -30,8 +31,10 @@ from workrail.core.session_index import ProjectionError, SessionIndex
 from workrail.core.snapshot import BlockedState, CompleteState, RunningState, parse_snapshot
 from workrail.core.text import first_line, normalise, tokens
 
-PROJECTION_VERSION: Final = 1
-"""Bump whenever `summarize` would answer differently for the same input."""
+PROJECTION_VERSION: Final = 2
+"""Bump whenever `summarize` would answer differently for the same input. 2: the corpus is
+the set of distinct tokens over whole notes; tip snapshots are read without re-checking
+the collation of their completed set."""
 
 RunStatus = Literal["in_progress", "blocked", "complete", "complete_with_gaps"]
 RUN_STATUSES: Final[tuple[RunStatus, ...]] = (
@@ -56,7 +59,8 @@ TITLE_KEYS: Final = (
 TITLE_MAX: Final = 120
 SNIPPET_MAX_BYTES: Final = 1024
 CORPUS_MAX_TOKENS: Final = 4000
-"""Search text kept per session (newest notes win when a session says more)."""
+"""Search text kept per session, counted with repeats: whole notes, newest first, while
+they fit (newest notes win when a session says more)."""
 
 BLOCKING_GAP_CATEGORIES: Final = frozenset(
     {"user_only_dependency", "contract_violation", "capability_missing"}
@@ -75,20 +79,72 @@ class TipState:
 
 
 def tip_state_of(snapshot: Mapping[str, Any] | None) -> TipState:
+    """What a summary shows of a snapshot. Everything but the completed keys is validated
+    as `parse_snapshot` would; the keys (one per completed step, so O(session)) are checked
+    at C speed for type and alphabet only, since a summary counts them and the engine
+    checks their order whenever it loads the snapshot to act on it."""
     if snapshot is None:
         return TipState("missing")
+    state = _state_of(snapshot)
+    values: Any = None
+    if isinstance(state, dict) and state.get("kind") in ("running", "blocked"):
+        completed = state.get("completed")
+        if isinstance(completed, dict) and isinstance(completed.get("values"), list):
+            values = completed["values"]
+            # validate the rest of the snapshot with an empty completed set
+            snapshot = _with_state(snapshot, {**state, "completed": {**completed, "values": []}})
     parsed = parse_snapshot(snapshot)
     if not isinstance(parsed, Success):
         return TipState("invalid")
-    state = parsed.unwrap().state
-    if isinstance(state, CompleteState):
+    parsed_state = parsed.unwrap().state
+    if isinstance(parsed_state, CompleteState):
         return TipState("complete")
-    if isinstance(state, RunningState | BlockedState):
-        pending = state.pending_step
-        done = frozenset(key.rsplit("::", 1)[-1] for key in state.completed.values)
-        kind: TipKind = "blocked" if isinstance(state, BlockedState) else "running"
-        return TipState(kind, None if pending is None else pending.step_id, done)
+    if isinstance(parsed_state, RunningState | BlockedState):
+        keys: list[str] = values if values is not None else list(parsed_state.completed.values)
+        done = _completed_steps(keys)
+        if done is None:
+            return TipState("invalid")
+        pending = parsed_state.pending_step
+        if pending is not None and pending.key in done.keys:
+            return TipState("invalid")
+        kind: TipKind = "blocked" if isinstance(parsed_state, BlockedState) else "running"
+        return TipState(kind, None if pending is None else pending.step_id, done.step_ids)
     return TipState("init")
+
+
+def _state_of(snapshot: Mapping[str, Any]) -> Any:
+    payload = snapshot.get("enginePayload")
+    return payload.get("engineState") if isinstance(payload, dict) else None
+
+
+def _with_state(snapshot: Mapping[str, Any], state: dict[str, Any]) -> dict[str, Any]:
+    payload = snapshot["enginePayload"]
+    return {**snapshot, "enginePayload": {**payload, "engineState": state}}
+
+
+@dataclass(frozen=True)
+class _Completed:
+    keys: frozenset[str]
+    step_ids: frozenset[str]
+
+
+_KEYS_RE: Final = re.compile(r"(?:[a-z0-9_@/:-]+\n)*")
+
+
+def _completed_steps(values: list[Any]) -> _Completed | None:
+    """The completed keys and their step ids, or None when a key is not a valid key."""
+    try:
+        joined = "\n".join(values)
+    except TypeError:
+        return None
+    if values and (
+        joined.count("\n") != len(values) - 1 or _KEYS_RE.fullmatch(joined + "\n") is None
+    ):
+        return None
+    keys = frozenset(values)
+    if "::" not in joined:
+        return _Completed(keys, keys)
+    return _Completed(keys, frozenset(key.rsplit("::", 1)[-1] for key in values))
 
 
 @dataclass(frozen=True)
@@ -137,7 +193,10 @@ def needs(index: SessionIndex) -> Needs:
     hashes: set[str] = set()
     for run_id, run in index.runs.items():
         hashes.add(run.started.data.workflowHash)
-        tip = _preferred_tip(index, run_id)
+        try:
+            tip = index.preferred_tip(run_id)
+        except ProjectionError:
+            tip = None
         if tip is not None:
             refs.add(index.nodes[tip].data.snapshotRef)
     return Needs(frozenset(refs), frozenset(hashes))
@@ -336,17 +395,61 @@ def replay(events: Sequence[DomainEvent]) -> SessionIndex | None:
 
 
 def summarize(facts: SessionFacts) -> SessionSummary:
+    """The projection's definition, from scratch: O(session). Stores keep summaries with
+    `SummaryAccumulator` instead, which must answer exactly this (a property test says so)."""
     index = facts.index
     runs: list[RunSummary] = []
     gaps = _unresolved_critical_gaps(facts.events)
     if index is not None:
         for run_id in index.runs:
-            runs.append(_run_summary(index, run_id, facts, gaps.get(run_id, ())))
-    # most recently active first; a later-started run wins a tie
+            tip = _preferred_tip(index, run_id)
+            activity = index.runs[run_id].started.eventIndex
+            if tip is not None:
+                activity = max(index.last_activity[n] for n in index.ancestors(tip))
+            notes = _path_notes(index, tip) if tip is not None else []
+            found = gaps.get(run_id, ())
+            runs.append(
+                run_summary(
+                    index,
+                    run_id,
+                    tip,
+                    activity,
+                    facts,
+                    gaps=bool(found),
+                    blocking_gap=any(
+                        g.data.reason.category in BLOCKING_GAP_CATEGORIES for g in found
+                    ),
+                    newest_notes=notes[-1] if notes else None,
+                )
+            )
+    sort_runs(index, runs)
+    observations = _latest_observations(facts.events)
+    title = session_title(index, runs, _first_notes_line(facts.events))
+    return session_summary(
+        facts,
+        runs,
+        title,
+        event_count=len(facts.events),
+        observations=observations,
+        corpus=_corpus(title, index, runs),
+    )
+
+
+def sort_runs(index: SessionIndex | None, runs: list[RunSummary]) -> None:
+    """Most recently active first; a later-started run wins a tie."""
     order = {run_id: n for n, run_id in enumerate(index.runs if index else ())}
     runs.sort(key=lambda r: (r.tip_activity, order[r.run_id]), reverse=True)
-    observations = _latest_observations(facts.events)
-    title = _title(index, runs, facts.events)
+
+
+def session_summary(
+    facts: SessionFacts,
+    runs: Sequence[RunSummary],
+    title: str | None,
+    *,
+    event_count: int,
+    observations: Mapping[str, str],
+    corpus: str,
+) -> SessionSummary:
     health: HealthKind | Literal["unreadable"] = (
         "unreadable" if facts.health is None else facts.health.kind
     )
@@ -356,36 +459,43 @@ def summarize(facts: SessionFacts) -> SessionSummary:
         title=title,
         health=health,
         archived=facts.lifecycle.archived,
-        event_count=len(facts.events),
+        event_count=event_count,
         last_activity=facts.last_activity,
         workspace_path=facts.lifecycle.workspace_path,
         repo_root_hash=observations.get("repo_root_hash"),
         git_branch=observations.get("git_branch"),
         git_head_sha=observations.get("git_head_sha"),
-        corpus=_corpus(title, index, runs),
+        corpus=corpus,
     )
 
 
 def _preferred_tip(index: SessionIndex, run_id: str) -> str | None:
     try:
-        return index.preferred_tip(run_id)
+        return index.preferred_tip_by_scoring(run_id)
     except ProjectionError:
         return None
 
 
-def _run_summary(
-    index: SessionIndex, run_id: str, facts: SessionFacts, gaps: Sequence[GapRecorded]
+def run_summary(
+    index: SessionIndex,
+    run_id: str,
+    tip: str | None,
+    activity: int,
+    facts: SessionFacts,
+    *,
+    gaps: bool,
+    blocking_gap: bool,
+    newest_notes: str | None,
 ) -> RunSummary:
+    """One run's summary from what the projection found: its preferred tip, that tip's
+    activity score, whether unresolved critical gaps (blocking ones) remain, and the
+    newest notes on the tip's path."""
     run = index.runs[run_id]
     started = run.started.data
     workflow = facts.workflows.get(started.workflowHash)
-    tip = _preferred_tip(index, run_id)
     state = TipState("missing")
-    activity = run.started.eventIndex
     if tip is not None:
-        node = index.nodes[tip]
-        state = facts.tips.get(node.data.snapshotRef, TipState("missing"))
-        activity = max(index.last_activity[n] for n in index.ancestors(tip))
+        state = facts.tips.get(index.nodes[tip].data.snapshotRef, TipState("missing"))
     known_titles = workflow.step_titles if workflow is not None else {}
     known = len(known_titles)
     if state.kind == "complete":
@@ -395,20 +505,19 @@ def _run_summary(
     else:
         done = len(state.completed_step_ids)
     pending = state.pending_step_id
-    notes = _path_notes(index, tip) if tip is not None else []
     return RunSummary(
         run_id=run_id,
         workflow_id=started.workflowId,
         workflow_hash=started.workflowHash,
         workflow_name=(workflow.name if workflow is not None else "") or started.workflowId,
-        status=_status(index, run_id, tip, state, gaps),
+        status=_status(index, run_id, tip, state, gaps, blocking_gap),
         preferred_tip=tip,
         tip_activity=activity,
         pending_step_id=pending,
         pending_step_title=None if pending is None else known_titles.get(pending, pending),
         steps_done=done,
         steps_known=max(known, done),
-        snippet=truncate_utf8(notes[-1], SNIPPET_MAX_BYTES) if notes else "",
+        snippet="" if newest_notes is None else truncate_utf8(newest_notes, SNIPPET_MAX_BYTES),
     )
 
 
@@ -417,7 +526,8 @@ def _status(
     run_id: str,
     tip: str | None,
     state: TipState,
-    gaps: Sequence[GapRecorded],
+    gaps: bool,
+    blocking_gap: bool,
 ) -> RunStatus:
     """Spec 70 §7: complete(-with-gaps) at the preferred tip, else blocked, else in progress."""
     if state.kind == "complete":
@@ -428,7 +538,6 @@ def _status(
     blocked_tip = tip is not None and (
         index.nodes[tip].data.nodeKind == "blocked_attempt" or state.kind == "blocked"
     )
-    blocking_gap = any(g.data.reason.category in BLOCKING_GAP_CATEGORIES for g in gaps)
     return "blocked" if blocked_tip or blocking_gap else "in_progress"
 
 
@@ -451,6 +560,10 @@ def _unresolved_critical_gaps(events: Sequence[DomainEvent]) -> dict[str, list[G
     return out
 
 
+OBSERVATION_KEYS: Final = ("repo_root_hash", "git_branch", "git_head_sha")
+"""The workspace observations a summary shows."""
+
+
 def _latest_observations(events: Sequence[DomainEvent]) -> dict[str, str]:
     found: dict[str, tuple[int, str]] = {}
     for event in events:
@@ -458,7 +571,18 @@ def _latest_observations(events: Sequence[DomainEvent]) -> dict[str, str]:
             key = event.data.key
             if key not in found or found[key][0] <= event.eventIndex:
                 found[key] = (event.eventIndex, event.data.value.value)
-    return {key: value for key, (_, value) in found.items()}
+    return {key: value for key, (_, value) in found.items() if key in OBSERVATION_KEYS}
+
+
+def current_notes(outputs: Sequence[NodeOutputAppended]) -> list[str]:
+    """A node's current recap notes in output order (superseded ones left out)."""
+    superseded = {o.data.supersedesOutputId for o in outputs if o.data.supersedesOutputId}
+    notes: list[str] = []
+    for output in outputs:
+        payload = output.data.payload
+        if payload.payloadKind == "notes" and output.data.outputId not in superseded:
+            notes.append(payload.notesMarkdown)
+    return notes
 
 
 def _path_notes(index: SessionIndex, tip: str) -> list[str]:
@@ -469,17 +593,27 @@ def _path_notes(index: SessionIndex, tip: str) -> list[str]:
         return []
     notes: list[str] = []
     for node_id in path:
-        outputs: Sequence[NodeOutputAppended] = index.outputs.get(node_id, ())
-        superseded = {o.data.supersedesOutputId for o in outputs if o.data.supersedesOutputId}
-        for output in outputs:
-            payload = output.data.payload
-            if payload.payloadKind == "notes" and output.data.outputId not in superseded:
-                notes.append(payload.notesMarkdown)
+        notes.extend(current_notes(index.outputs.get(node_id, ())))
     return notes
 
 
-def _title(
-    index: SessionIndex | None, runs: Sequence[RunSummary], events: Sequence[DomainEvent]
+def notes_line(event: DomainEvent) -> str | None:
+    """The title a notes output offers when no context names the session."""
+    if isinstance(event, NodeOutputAppended) and event.data.payload.payloadKind == "notes":
+        return first_line(event.data.payload.notesMarkdown, TITLE_MAX) or None
+    return None
+
+
+def _first_notes_line(events: Sequence[DomainEvent]) -> str | None:
+    for event in events:
+        line = notes_line(event)
+        if line:
+            return line
+    return None
+
+
+def session_title(
+    index: SessionIndex | None, runs: Sequence[RunSummary], first_notes_line: str | None
 ) -> str | None:
     if index is not None:
         for run in runs:
@@ -488,31 +622,34 @@ def _title(
                 value = context.get(key)
                 if isinstance(value, str) and value.strip():
                     return first_line(value, TITLE_MAX) or None
-    for event in events:
-        if isinstance(event, NodeOutputAppended) and event.data.payload.payloadKind == "notes":
-            line = first_line(event.data.payload.notesMarkdown, TITLE_MAX)
-            if line:
-                return line
-    return None
+    return first_notes_line
 
 
-def _corpus(title: str | None, index: SessionIndex | None, runs: Sequence[RunSummary]) -> str:
-    """Title, workflow names and every run's path notes as normalised tokens, the newest
-    notes kept when the session says more than CORPUS_MAX_TOKENS."""
+def corpus_head(title: str | None, runs: Sequence[RunSummary]) -> list[str]:
+    """The tokens every corpus starts with: the title and each run's workflow id and name."""
     head: list[str] = tokens(title or "")
     for run in runs:
         head.extend(tokens(f"{run.workflow_id} {run.workflow_name}"))
-    body: list[str] = []
+    return head
+
+
+def _corpus(title: str | None, index: SessionIndex | None, runs: Sequence[RunSummary]) -> str:
+    """The distinct tokens of the head and of every run's path notes — whole notes, newest
+    first, runs in order — while the tokens counted stay within CORPUS_MAX_TOKENS; sorted."""
+    head = corpus_head(title, runs)
+    words = set(head)
+    room = CORPUS_MAX_TOKENS - len(head)
     if index is not None:
         for run in runs:
             if run.preferred_tip is None:
                 continue
             for notes in reversed(_path_notes(index, run.preferred_tip)):
-                body.extend(tokens(notes))
-                if len(head) + len(body) >= CORPUS_MAX_TOKENS:
-                    break
-    kept = head + body[: max(0, CORPUS_MAX_TOKENS - len(head))]
-    return " ".join(kept)
+                found = tokens(notes)
+                if len(found) > room:
+                    return " ".join(sorted(words))
+                room -= len(found)
+                words.update(found)
+    return " ".join(sorted(words))
 
 
 def matches_text(summary: SessionSummary, query: str) -> bool:

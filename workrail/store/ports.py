@@ -9,7 +9,7 @@ code; nothing raises across a port.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -24,6 +24,7 @@ from workrail.core.manifest import ManifestRecord
 from workrail.core.session_index import SessionIndex
 from workrail.core.snapshot_state import SnapshotState
 from workrail.core.summary import RunStatus, SessionSummary
+from workrail.core.summary_accumulator import SummaryAccumulator
 from workrail.store.errors import StoreError
 
 __all__ = [
@@ -76,6 +77,8 @@ class SessionLog:
     events: Sequence[DomainEvent]
     manifest: Sequence[ManifestRecord]
     index: SessionIndex
+    summary: SummaryAccumulator = field(default_factory=SummaryAccumulator, compare=False)
+    """The session's summary facts, kept beside the index (folded when a summary is asked)."""
 
     @property
     def count(self) -> int:

@@ -1,7 +1,9 @@
 """Gathering what the pure summary projection reads (tip snapshots, pinned workflows,
 lifecycle, health) through the ports, for any backend. A backend's query index calls this
 after each append and when it rebuilds; snapshots and pinned workflows are immutable, so
-what was looked up once is kept (bounded)."""
+what was looked up once is kept (bounded). A healthy session is summarised by the
+accumulator its store keeps beside its index, so each call folds only the events that are
+new since the last one (this process's appends, or another's read in by the store)."""
 
 from __future__ import annotations
 
@@ -77,20 +79,13 @@ class SummaryProjector:
         self._tips: _Bounded[str, TipState] = _Bounded(8192)
         self._workflows: _Bounded[str, WorkflowFacts | None] = _Bounded(1024)
 
-    def summarize(
+    def _facts(
         self,
-        session_id: str,
-        events: Sequence[DomainEvent],
         index: SessionIndex | None,
-        *,
-        health: SessionHealth | None,
-        last_activity: datetime | None,
-        lifecycle: SessionLifecycle,
-        snapshots: ContentReader | None = None,
-        pinned: ContentReader | None = None,
-    ) -> SessionSummary:
-        """`snapshots`/`pinned` replace the stores for this call (a transaction reading
-        its own connection)."""
+        snapshots: ContentReader | None,
+        pinned: ContentReader | None,
+    ) -> tuple[dict[str, TipState], dict[str, WorkflowFacts]]:
+        """The tip states and workflow facts a summary of `index` shows."""
         tips: dict[str, TipState] = {}
         workflows: dict[str, WorkflowFacts] = {}
         if index is not None:
@@ -101,6 +96,21 @@ class SummaryProjector:
                 facts = self._workflow(workflow_hash, pinned or self._pinned)
                 if facts is not None:
                     workflows[workflow_hash] = facts
+        return tips, workflows
+
+    def summarize(
+        self,
+        session_id: str,
+        events: Sequence[DomainEvent],
+        index: SessionIndex | None,
+        *,
+        health: SessionHealth | None,
+        last_activity: datetime | None,
+        lifecycle: SessionLifecycle,
+    ) -> SessionSummary:
+        """From scratch (O(session)): for what no store keeps, such as an unhealthy
+        session's validated prefix."""
+        tips, workflows = self._facts(index, None, None)
         return summarize(
             SessionFacts(
                 session_id=session_id,
@@ -123,16 +133,20 @@ class SummaryProjector:
         snapshots: ContentReader | None = None,
         pinned: ContentReader | None = None,
     ) -> SessionSummary:
-        """The summary of a healthy session from its validated view."""
-        return self.summarize(
+        """The summary of a healthy session from its validated view, through the
+        accumulator the store keeps beside its index: O(new events) + O(budget).
+        `snapshots`/`pinned` replace the stores for this call (a transaction reading its
+        own connection)."""
+        tips, workflows = self._facts(log.index, snapshots, pinned)
+        return log.summary.summarize(
             log.session_id,
             log.events,
             log.index,
             health=HEALTHY,
             last_activity=last_activity,
             lifecycle=lifecycle,
-            snapshots=snapshots,
-            pinned=pinned,
+            tips=tips,
+            workflows=workflows,
         )
 
     def load(

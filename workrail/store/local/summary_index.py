@@ -23,7 +23,7 @@ import os
 import re
 import sqlite3
 import threading
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -34,7 +34,7 @@ from returns.result import Failure, Result, Success
 
 from workrail.core.ids import is_session_id
 from workrail.core.lifecycle import SessionLifecycle
-from workrail.core.manifest import SegmentClosed
+from workrail.core.manifest import ManifestRecord, SegmentClosed
 from workrail.core.summary import PROJECTION_VERSION, SessionSummary
 from workrail.core.text import tokens
 from workrail.store.errors import StoreError
@@ -54,8 +54,6 @@ from workrail.store.summaries import SummaryProjector
 
 log = logging.getLogger("workrail.store.index")
 
-EAGER_PROJECTION_EVENTS: Final = 256
-"""Sessions up to this many events are re-projected at each append of this process."""
 INDEX_SCHEMA: Final = 3
 INDEX_RELPATH: Final = Path("index") / "sessions.sqlite3"
 BOOT_ID: Final = Path("/proc/sys/kernel/random/boot_id")
@@ -396,18 +394,13 @@ class LocalSessionQuery:
             self._put(conn, summary, ident)
 
     def committed(self, session_log: SessionLog, last_activity: datetime) -> None:
-        """An append of this process (the writer is held): project it now, when the
-        session is small. Projecting is O(session) — 150 ms per advance at step 2,000 — so
-        a longer session is left to the next query, which re-projects it because the append
-        changed its manifest's identity (as it does after another process's append)."""
-        if len(session_log.events) > EAGER_PROJECTION_EVENTS:
-            return
+        """An append of this process (the writer is held): project it now, folding only
+        the new events into the accumulator the store keeps beside the session's index."""
         session_id = session_log.session_id
         try:
             with self._mutex:
                 conn = self._open()
-                closed = [r for r in session_log.manifest if isinstance(r, SegmentClosed)]
-                segment = closed[-1].segmentRelPath if closed else None
+                segment = _last_segment(session_log.manifest)
                 ident = self.identity(session_id, segment)
                 if ident is None:
                     return
@@ -648,6 +641,15 @@ def _segment_in(identity: str | None) -> str | None:
     if len(parts) != 4 or parts[3] == "-":
         return None
     return parts[3].rsplit("@", 1)[0]
+
+
+def _last_segment(manifest: Sequence[ManifestRecord]) -> str | None:
+    """The segment the last `segment_closed` names (the manifest's end is read, not all
+    of it: an append ends with its segment's record and that segment's pins)."""
+    for record in reversed(manifest):
+        if isinstance(record, SegmentClosed):
+            return record.segmentRelPath
+    return None
 
 
 def _newest_segment(session_dir: Path) -> str | None:

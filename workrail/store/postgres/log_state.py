@@ -26,6 +26,7 @@ from workrail.core.log_reader import (
 )
 from workrail.core.manifest import ManifestRecord, SegmentClosed, SnapshotPinned
 from workrail.core.session_index import ProjectionError, SessionIndex
+from workrail.core.summary_accumulator import SummaryAccumulator
 from workrail.store.ports import SessionLog
 
 
@@ -36,11 +37,12 @@ class LogState:
     events: list[DomainEvent] = field(default_factory=list)
     manifest: list[ManifestRecord] = field(default_factory=list)
     index: SessionIndex = field(default_factory=SessionIndex)
+    summary: SummaryAccumulator = field(default_factory=SummaryAccumulator)
     pins: set[tuple[int, str, str]] = field(default_factory=set)
     last_segment: SegmentClosed | None = None
 
     def view(self, session_id: str) -> SessionLog:
-        return SessionLog(session_id, self.events, self.manifest, self.index)
+        return SessionLog(session_id, self.events, self.manifest, self.index, self.summary)
 
     def add(self, events: Sequence[DomainEvent], records: Sequence[ManifestRecord]) -> None:
         """Fold an append this process validated itself (raises `ProjectionError`)."""

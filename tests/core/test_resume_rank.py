@@ -57,7 +57,7 @@ def session(
         repo_root_hash=None,
         git_branch=branch,
         git_head_sha=head,
-        corpus=corpus,
+        words=frozenset(corpus.split()),
     )
 
 

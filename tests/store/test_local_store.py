@@ -135,8 +135,9 @@ def indexed_rows(backend: LocalBackend) -> dict[str, dict[str, Any]]:
     conn = sqlite3.connect(path)
     try:
         rows = conn.execute(
-            "SELECT s.session_id, s.identity, s.record, c.text FROM summaries s "
-            "LEFT JOIN corpus c ON c.rowid = s.id"
+            "SELECT s.session_id, s.identity, s.record, "
+            "(SELECT group_concat(term, ' ') FROM (SELECT term FROM terms t WHERE t.id = s.id "
+            "ORDER BY term)) FROM summaries s"
         ).fetchall()
         runs = conn.execute("SELECT run_id, session_id FROM runs").fetchall()
     finally:

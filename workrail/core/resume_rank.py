@@ -152,7 +152,7 @@ def rank(query: ResumeQuery, summaries: Sequence[SessionSummary]) -> list[Ranked
     for summary in summaries:
         if not summary.is_healthy:
             continue
-        corpus = frozenset(summary.corpus.split())
+        corpus = summary.words
         heads = _by_head(corpus) if words else {}
         workspace = bool(
             query.workspace_keys

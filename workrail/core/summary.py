@@ -265,8 +265,13 @@ class SessionSummary:
     repo_root_hash: str | None
     git_branch: str | None
     git_head_sha: str | None
-    corpus: str = field(repr=False, default="")
-    """Normalised search tokens (title, notes), space-separated, newest notes kept."""
+    words: frozenset[str] = field(repr=False, default=frozenset())
+    """The search corpus: normalised tokens of the title, workflow and newest notes."""
+
+    @property
+    def corpus(self) -> str:
+        """The corpus as text: its words sorted, space-separated."""
+        return " ".join(sorted(self.words))
 
     @property
     def primary(self) -> RunSummary | None:
@@ -343,7 +348,7 @@ class SessionSummary:
             repo_root_hash=raw["repoRootHash"],
             git_branch=raw["gitBranch"],
             git_head_sha=raw["gitHeadSha"],
-            corpus=raw.get("corpus", ""),
+            words=frozenset(str(raw.get("corpus", "")).split()),
         )
 
 
@@ -431,7 +436,7 @@ def summarize(facts: SessionFacts) -> SessionSummary:
         title,
         event_count=len(facts.events),
         observations=observations,
-        corpus=_corpus(title, index, runs),
+        words=_corpus(title, index, runs),
     )
 
 
@@ -448,7 +453,7 @@ def session_summary(
     *,
     event_count: int,
     observations: Mapping[str, str],
-    corpus: str,
+    words: frozenset[str],
 ) -> SessionSummary:
     health: HealthKind | Literal["unreadable"] = (
         "unreadable" if facts.health is None else facts.health.kind
@@ -465,7 +470,7 @@ def session_summary(
         repo_root_hash=observations.get("repo_root_hash"),
         git_branch=observations.get("git_branch"),
         git_head_sha=observations.get("git_head_sha"),
-        corpus=corpus,
+        words=words,
     )
 
 
@@ -633,9 +638,11 @@ def corpus_head(title: str | None, runs: Sequence[RunSummary]) -> list[str]:
     return head
 
 
-def _corpus(title: str | None, index: SessionIndex | None, runs: Sequence[RunSummary]) -> str:
+def _corpus(
+    title: str | None, index: SessionIndex | None, runs: Sequence[RunSummary]
+) -> frozenset[str]:
     """The distinct tokens of the head and of every run's path notes — whole notes, newest
-    first, runs in order — while the tokens counted stay within CORPUS_MAX_TOKENS; sorted."""
+    first, runs in order — while the tokens counted stay within CORPUS_MAX_TOKENS."""
     head = corpus_head(title, runs)
     words = set(head)
     room = CORPUS_MAX_TOKENS - len(head)
@@ -646,10 +653,10 @@ def _corpus(title: str | None, index: SessionIndex | None, runs: Sequence[RunSum
             for notes in reversed(_path_notes(index, run.preferred_tip)):
                 found = tokens(notes)
                 if len(found) > room:
-                    return " ".join(sorted(words))
+                    return frozenset(words)
                 room -= len(found)
                 words.update(found)
-    return " ".join(sorted(words))
+    return frozenset(words)
 
 
 def matches_text(summary: SessionSummary, query: str) -> bool:
@@ -658,6 +665,4 @@ def matches_text(summary: SessionSummary, query: str) -> bool:
     wanted = set(tokens(query))
     if not wanted:
         return True
-    have = set(summary.corpus.split())
-    have.add(normalise(summary.session_id))
-    return wanted <= have
+    return wanted - {normalise(summary.session_id)} <= summary.words

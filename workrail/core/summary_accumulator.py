@@ -116,6 +116,9 @@ class SummaryAccumulator:
     outputs: list[tuple[str, bool]] = field(default_factory=list)
     """Every output in order: (node id, whether it supersedes another output)."""
     windows: dict[str, _Window] = field(default_factory=dict)
+    last: tuple[int, frozenset[str], tuple[str, ...]] | None = None
+    """The event count, corpus words and run ids of the last summary answered: a store
+    whose copy is known to be that summary writes only what changed."""
 
     # --- folding ---------------------------------------------------------------------
 
@@ -231,14 +234,16 @@ class SummaryAccumulator:
                     words.update(found)
                 stopped = True
         self.windows = {run_id: w for run_id, w in self.windows.items() if run_id in tip_of}
-        return session_summary(
+        answer = session_summary(
             facts,
             runs,
             title,
             event_count=len(events),
             observations=self.observations,
-            corpus=" ".join(sorted(words)),
+            words=frozenset(words),
         )
+        self.last = (len(events), answer.words, tuple(sorted(r.run_id for r in runs)))
+        return answer
 
     # --- windows ---------------------------------------------------------------------
 

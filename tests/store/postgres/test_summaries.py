@@ -22,19 +22,14 @@ def indexed_rows(backend: PostgresBackend) -> dict[str, dict[str, Any]]:
     """The summary rows as the append transactions left them."""
     with psycopg.connect(backend.database.url) as conn:
         rows = conn.execute(
-            "SELECT session_id, projection, record, corpus, tokens, prefixes "
-            "FROM workrail_summaries"
+            "SELECT s.session_id, s.projection, s.record, (SELECT array_agg(t.term ORDER BY "
+            "t.term) FROM workrail_summary_terms t WHERE t.session_id = s.session_id) "
+            "FROM workrail_summaries s"
         ).fetchall()
         runs = conn.execute("SELECT run_id, session_id FROM workrail_summary_runs").fetchall()
     out = {
-        sid: {
-            "projection": version,
-            "record": json.loads(record),
-            "corpus": corpus,
-            "tokens": tokens,
-            "prefixes": prefixes,
-        }
-        for sid, version, record, corpus, tokens, prefixes in rows
+        sid: {"projection": version, "record": json.loads(record), "terms": terms}
+        for sid, version, record, terms in rows
     }
     for run_id, sid in runs:
         out[sid].setdefault("runs", []).append(run_id)
@@ -105,6 +100,42 @@ def test_a_database_from_before_summaries_gets_them_on_open(
     try:
         assert indexed_rows(again) == kept
         assert again.query.get([sid]).unwrap()[sid].title == "remember me"
+    finally:
+        again.close()
+
+
+def test_a_database_whose_corpus_is_in_columns_is_upgraded_and_found_by_text(
+    postgres_cluster: PostgresCluster,
+) -> None:
+    """A database at the schema before corpus terms (each summary's corpus, tokens and
+    prefixes in columns of its row): the upgrade moves them to rows and search finds the
+    sessions as before."""
+    from workrail.store.ports import SessionFilter
+    from workrail.store.postgres.migrations import MIGRATIONS, VERSION_TABLE
+
+    terms = next(m.version for m in MIGRATIONS if "workrail_summary_terms (" in m.sql)
+    url = postgres_cluster.url(postgres_cluster.create_database())
+    backend = open_postgres_backend(url).unwrap()
+    try:
+        engine = engine_over(backend)
+        r = engine.start_workflow("probe-flow", {"goal": "Tune the tokenizer"}).unwrap()
+        sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
+        kept = indexed_rows(backend)
+    finally:
+        backend.close()
+    with psycopg.connect(url, autocommit=True) as conn:  # back to the older schema
+        conn.execute("DROP TABLE workrail_summary_terms")
+        conn.execute(
+            "ALTER TABLE workrail_summaries ADD COLUMN corpus text NOT NULL DEFAULT 'tokenizer', "
+            "ADD COLUMN tokens text[] NOT NULL DEFAULT '{tokenizer}', "
+            "ADD COLUMN prefixes text[] NOT NULL DEFAULT '{tok}'"
+        )
+        conn.execute(f"DELETE FROM {VERSION_TABLE} WHERE version >= %s", (terms,))
+    again = open_postgres_backend(url).unwrap()
+    try:
+        assert indexed_rows(again) == kept and kept[sid]["terms"]
+        found = again.query.page(SessionFilter(text="tokenizer")).unwrap()
+        assert [s.session_id for s in found.summaries] == [sid]
     finally:
         again.close()
 

@@ -23,6 +23,7 @@ import os
 import re
 import sqlite3
 import threading
+from collections import OrderedDict
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -54,7 +55,9 @@ from workrail.store.summaries import SummaryProjector
 
 log = logging.getLogger("workrail.store.index")
 
-INDEX_SCHEMA: Final = 3
+INDEX_SCHEMA: Final = 4
+REMEMBERED_TERMS: Final = 256
+"""Sessions whose last-written corpus terms this process keeps, to write only changes."""
 INDEX_RELPATH: Final = Path("index") / "sessions.sqlite3"
 BOOT_ID: Final = Path("/proc/sys/kernel/random/boot_id")
 
@@ -82,7 +85,8 @@ CREATE INDEX summaries_workspace ON summaries (workspace_path);
 CREATE INDEX summaries_root ON summaries (repo_root_hash);
 CREATE TABLE runs (run_id TEXT NOT NULL, session_id TEXT NOT NULL, PRIMARY KEY (run_id, session_id));
 CREATE INDEX runs_session ON runs (session_id);
-CREATE VIRTUAL TABLE corpus USING fts5 (text, tokenize = "unicode61 tokenchars '_-'", prefix = '3');
+CREATE TABLE terms (term TEXT NOT NULL, id INTEGER NOT NULL, PRIMARY KEY (term, id)) WITHOUT ROWID;
+CREATE INDEX terms_row ON terms (id);
 """
 
 Identity = str
@@ -139,6 +143,7 @@ class LocalSessionQuery:
         self._conn: sqlite3.Connection | None = None
         self._known: dict[str, str] | None = None
         self._known_version = -1
+        self._written: OrderedDict[str, tuple[Identity, frozenset[str]]] = OrderedDict()
 
     def _identities(self, conn: sqlite3.Connection) -> dict[str, str]:
         """Every row's identity, read again only when another connection committed
@@ -151,13 +156,38 @@ class LocalSessionQuery:
             self._known_version = version
         return self._known
 
-    def _put(self, conn: sqlite3.Connection, summary: SessionSummary, ident: Identity) -> None:
-        _upsert(conn, summary, ident)
-        if conn is self._conn and self._known is not None:
-            self._known[summary.session_id] = ident
+    def _put(
+        self,
+        conn: sqlite3.Connection,
+        summary: SessionSummary,
+        ident: Identity,
+        before: frozenset[str] | None = None,
+    ) -> None:
+        """Write the row; its terms as a difference from what it held, which this
+        connection remembers from its own last write when the row still has that write's
+        identity (otherwise the terms are read)."""
+        sid = summary.session_id
+        own = conn is self._conn
+        if before is None and own:
+            memo = self._written.get(sid)
+            if memo is not None:
+                row = conn.execute(
+                    "SELECT identity FROM summaries WHERE session_id = ?", (sid,)
+                ).fetchone()
+                if row is not None and str(row[0]) == memo[0]:
+                    before = memo[1]
+        _upsert(conn, summary, ident, before)
+        if own:
+            self._written[sid] = (ident, summary.words)
+            self._written.move_to_end(sid)
+            while len(self._written) > REMEMBERED_TERMS:
+                self._written.popitem(last=False)
+            if self._known is not None:
+                self._known[sid] = ident
 
     def _drop(self, conn: sqlite3.Connection, session_id: str) -> None:
         _delete_row(conn, session_id)
+        self._written.pop(session_id, None)
         if conn is self._conn and self._known is not None:
             self._known.pop(session_id, None)
 
@@ -299,6 +329,7 @@ class LocalSessionQuery:
 
     def _reset(self) -> None:
         self._known = None
+        self._written.clear()
         if self._conn is not None:
             try:
                 self._conn.close()
@@ -427,13 +458,14 @@ class LocalSessionQuery:
                 summary = None if row is None else SessionSummary.from_record(json.loads(row[0]))
                 if summary is None or ident is None:
                     return  # the next query projects it
+                words = _words_of(conn, session_id)
                 summary = replace(
                     summary,
                     archived=lifecycle.archived,
                     workspace_path=lifecycle.workspace_path,
-                    corpus=_corpus_of(conn, session_id),
+                    words=words,
                 )
-                self._put(conn, summary, ident)
+                self._put(conn, summary, ident, before=words)
                 conn.commit()
         except Exception:
             log.warning("session index not updated after a lifecycle change", exc_info=True)
@@ -452,6 +484,7 @@ class LocalSessionQuery:
         """After a failed update: drop what it half wrote and mark the row stale, so the
         next query projects the session again."""
         self._known = None
+        self._written.pop(session_id, None)
         try:
             with self._mutex:
                 if self._conn is not None:
@@ -501,7 +534,7 @@ class LocalSessionQuery:
                         "SELECT record FROM summaries WHERE session_id = ?", (sid,)
                     ).fetchone()
                     if row is not None:
-                        found[sid] = replace(_parse(row[0]), corpus=_corpus_of(conn, sid))
+                        found[sid] = replace(_parse(row[0]), words=_words_of(conn, sid))
         except (IndexUnavailable, sqlite3.Error) as exc:
             return Failure(StoreError("SESSION_STORE_IO_ERROR", f"session index: {exc}"))
         return Success(found)
@@ -682,24 +715,28 @@ def _parse(record: str) -> SessionSummary:
     return summary
 
 
-def _corpus_of(conn: sqlite3.Connection, session_id: str) -> str:
-    row = conn.execute(
-        "SELECT c.text FROM corpus c JOIN summaries s ON c.rowid = s.id WHERE s.session_id = ?",
-        (session_id,),
-    ).fetchone()
-    return "" if row is None else str(row[0])
+def _words_of(conn: sqlite3.Connection, session_id: str) -> frozenset[str]:
+    row = conn.execute("SELECT id FROM summaries WHERE session_id = ?", (session_id,)).fetchone()
+    return frozenset() if row is None else _terms_of(conn, int(row[0]))
 
 
 def _delete_row(conn: sqlite3.Connection, session_id: str) -> None:
     row = conn.execute("SELECT id FROM summaries WHERE session_id = ?", (session_id,)).fetchone()
     if row is None:
         return
-    conn.execute("DELETE FROM corpus WHERE rowid = ?", (row[0],))
+    conn.execute("DELETE FROM terms WHERE id = ?", (row[0],))
     conn.execute("DELETE FROM summaries WHERE id = ?", (row[0],))
     conn.execute("DELETE FROM runs WHERE session_id = ?", (session_id,))
 
 
-def _upsert(conn: sqlite3.Connection, summary: SessionSummary, ident: Identity) -> None:
+def _upsert(
+    conn: sqlite3.Connection,
+    summary: SessionSummary,
+    ident: Identity,
+    before: frozenset[str] | None = None,
+) -> None:
+    """Write a summary's row, its runs and its corpus terms. `before` is what the row's
+    terms are known to be (only the difference is written), None to read them."""
     record = summary.to_record()
     record.pop("corpus", None)
     conn.execute(
@@ -729,17 +766,58 @@ def _upsert(conn: sqlite3.Connection, summary: SessionSummary, ident: Identity) 
     (rowid,) = conn.execute(
         "SELECT id FROM summaries WHERE session_id = ?", (summary.session_id,)
     ).fetchone()
-    conn.execute("DELETE FROM corpus WHERE rowid = ?", (rowid,))
-    conn.execute("INSERT INTO corpus (rowid, text) VALUES (?, ?)", (rowid, summary.corpus))
-    conn.execute("DELETE FROM runs WHERE session_id = ?", (summary.session_id,))
-    conn.executemany(
-        "INSERT OR REPLACE INTO runs (run_id, session_id) VALUES (?, ?)",
-        [(run.run_id, summary.session_id) for run in summary.runs],
-    )
+    if before is None:
+        before = _terms_of(conn, rowid)
+    gone = before - summary.words
+    new = summary.words - before
+    if gone:
+        conn.executemany("DELETE FROM terms WHERE term = ? AND id = ?", [(t, rowid) for t in gone])
+    if new:
+        conn.executemany("INSERT INTO terms (term, id) VALUES (?, ?)", [(t, rowid) for t in new])
+    runs = sorted(run.run_id for run in summary.runs)
+    if runs != _runs_of(conn, summary.session_id):
+        conn.execute("DELETE FROM runs WHERE session_id = ?", (summary.session_id,))
+        conn.executemany(
+            "INSERT OR REPLACE INTO runs (run_id, session_id) VALUES (?, ?)",
+            [(run_id, summary.session_id) for run_id in runs],
+        )
 
 
-def _match_all(tokens: Collection[str]) -> str:
-    return " ".join(f'"{t}"' for t in tokens)
+def _terms_of(conn: sqlite3.Connection, rowid: int) -> frozenset[str]:
+    return frozenset(str(r[0]) for r in conn.execute("SELECT term FROM terms WHERE id = ?", (rowid,)))
+
+
+def _runs_of(conn: sqlite3.Connection, session_id: str) -> list[str]:
+    rows = conn.execute(
+        "SELECT run_id FROM runs WHERE session_id = ? ORDER BY run_id", (session_id,)
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def _with_words(conn: sqlite3.Connection, summary: SessionSummary, rowid: int) -> SessionSummary:
+    return replace(summary, words=_terms_of(conn, rowid))
+
+
+def _with_all(words: Collection[str]) -> tuple[str, list[Any]]:
+    """Rows holding every one of `words` (an intersection of the terms' postings)."""
+    ordered = sorted(set(words))
+    sql = " INTERSECT ".join("SELECT id FROM terms WHERE term = ?" for _ in ordered)
+    return f"id IN ({sql})", list(ordered)
+
+
+def _with_any(words: Collection[str]) -> tuple[str, list[Any]]:
+    """Rows holding a word that starts as any longer word of `words` does (its first three
+    characters) or that equals any of its short words: resume_session's loose match."""
+    clauses: list[str] = []
+    args: list[Any] = []
+    for word in sorted(set(words)):
+        if len(word) > 3:
+            clauses.append("(term >= ? AND term < ?)")
+            args.extend([word[:3], word[:2] + chr(ord(word[2]) + 1)])
+        else:
+            clauses.append("term = ?")
+            args.append(word)
+    return f"id IN (SELECT id FROM terms WHERE {' OR '.join(clauses)})", args
 
 
 def _filter_sql(where: SessionFilter) -> tuple[str, list[Any]]:
@@ -770,8 +848,9 @@ def _filter_sql(where: SessionFilter) -> tuple[str, list[Any]]:
     if where.text is not None:
         wanted = tokens(where.text)
         if wanted:
-            clauses.append("id IN (SELECT rowid FROM corpus WHERE corpus MATCH ?)")
-            args.append(_match_all(sorted(set(wanted))))
+            clause, more = _with_all(wanted)
+            clauses.append(clause)
+            args.extend(more)
     return " AND ".join(clauses), args
 
 
@@ -799,17 +878,10 @@ def _candidates(conn: sqlite3.Connection, query: CandidateQuery) -> list[Session
         )
     words = sorted(set(query.tokens) | set(query.workflow_tokens))
     if words:
-        take(
-            f"SELECT id FROM summaries WHERE {cond} AND id IN "
-            f"(SELECT rowid FROM corpus WHERE corpus MATCH ?) {recent}",
-            [_match_all(sorted(set(query.tokens)) or words), n],
-        )
-        loose = " OR ".join(f'"{w[:3]}"*' if len(w) > 3 else f'"{w}"' for w in words)
-        take(
-            f"SELECT s.id FROM corpus c JOIN summaries s ON s.id = c.rowid "
-            f"WHERE corpus MATCH ? AND {cond} ORDER BY s.activity_us DESC, s.session_id LIMIT ?",
-            [loose, n],
-        )
+        every, every_args = _with_all(sorted(set(query.tokens)) or words)
+        take(f"SELECT id FROM summaries WHERE {cond} AND {every} {recent}", [*every_args, n])
+        loose, loose_args = _with_any(words)
+        take(f"SELECT id FROM summaries WHERE {cond} AND {loose} {recent}", [*loose_args, n])
     if query.git_head_sha is not None:
         take(
             f"SELECT id FROM summaries WHERE {cond} AND git_head_sha = ? {recent}",
@@ -831,11 +903,7 @@ def _candidates(conn: sqlite3.Connection, query: CandidateQuery) -> list[Session
     take(f"SELECT id FROM summaries WHERE {cond} {recent}", [n])
     out: list[SessionSummary] = []
     for rowid in sorted(ids):
-        row = conn.execute(
-            "SELECT s.record, c.text FROM summaries s LEFT JOIN corpus c ON c.rowid = s.id "
-            "WHERE s.id = ?",
-            (rowid,),
-        ).fetchone()
+        row = conn.execute("SELECT record FROM summaries WHERE id = ?", (rowid,)).fetchone()
         if row is not None:
-            out.append(replace(_parse(row[0]), corpus=str(row[1] or "")))
+            out.append(_with_words(conn, _parse(row[0]), rowid))
     return out

@@ -118,10 +118,24 @@ V3 = """
 ALTER TABLE workrail_snapshots ADD COLUMN state_kind text, ADD COLUMN pending_step text;
 """
 
+V4 = """
+ALTER TABLE workrail_summaries DROP COLUMN corpus, DROP COLUMN tokens, DROP COLUMN prefixes;
+-- the rows lost their corpus: projected again when the backend opens (refresh_outdated)
+UPDATE workrail_summaries SET projection = 0;
+
+CREATE TABLE workrail_summary_terms (
+    term       text COLLATE "C" NOT NULL,
+    session_id text NOT NULL REFERENCES workrail_summaries (session_id) ON DELETE CASCADE,
+    PRIMARY KEY (term, session_id)
+);
+CREATE INDEX workrail_summary_terms_session ON workrail_summary_terms (session_id);
+"""
+
 MIGRATIONS: Final = (
     Migration(1, "sessions, events, manifest, snapshots, pinned workflows, keyring", V1),
     Migration(2, "session summaries and lifecycle; when content was last stored", V2),
     Migration(3, "each snapshot's engine state and pending step, recorded when stored", V3),
+    Migration(4, "corpus terms as rows, so an append writes only the terms that changed", V4),
 )
 
 LATEST: Final = MIGRATIONS[-1].version

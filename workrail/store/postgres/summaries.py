@@ -4,9 +4,11 @@ The summary of a session is projected inside every append's transaction (the ses
 store's projector hook), so a committed append and its summary are one fact: no replica
 ever lists a session differently from its log. Lifecycle records (archive state,
 workspace) live in their own table and update the summary row in the same transaction,
-under the session's writer lock. Text search uses a GIN index over each summary's token
-array (every query token must be there: set containment, as spec 70 §9 asks) and one over
-three-character prefixes for resume_session's loose candidates.
+under the session's writer lock. A summary's corpus is one row per distinct term
+(`workrail_summary_terms`, keyed by term): an append inserts and deletes only the terms
+that changed, and text search intersects the terms' rows (every query token must be
+there: set containment, as spec 70 §9 asks); resume_session's loose candidates are ranges
+of terms sharing a query word's first three characters.
 """
 
 from __future__ import annotations
@@ -48,11 +50,6 @@ def activity_us(moment: datetime | None) -> int:
     return 0 if moment is None else int(moment.timestamp() * 1_000_000)
 
 
-def prefixes_of(words: Collection[str]) -> list[str]:
-    """The three-character prefixes that resume_session's loose match looks up."""
-    return sorted({w[:3] for w in words if len(w) >= 3})
-
-
 def _lifecycle_on(conn: Connection, session_id: str) -> SessionLifecycle:
     row = conn.execute(
         "SELECT document FROM workrail_session_lifecycle WHERE session_id = %s", (session_id,)
@@ -79,22 +76,26 @@ class _OnConnection:
         return self._store.get_on(self._conn, ref)
 
 
-def upsert_summary(conn: Connection, summary: SessionSummary) -> None:
+def upsert_summary(
+    conn: Connection,
+    summary: SessionSummary,
+    before: tuple[frozenset[str], tuple[str, ...]] | None = None,
+) -> None:
+    """Write a summary's row, its corpus terms and its runs. `before` is what the terms
+    and runs in the database are known to be: only the difference is written then (an
+    append changes a few terms), else they are replaced."""
     record = summary.to_record()
     record.pop("corpus", None)
-    words = summary.corpus.split()
     conn.execute(
         "INSERT INTO workrail_summaries (session_id, projection, activity_us, status, archived, "
         "healthy, workflow_id, workspace_path, repo_root_hash, git_branch, git_head_sha, "
-        "record, corpus, tokens, prefixes) VALUES "
-        "(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+        "record) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
         "ON CONFLICT (session_id) DO UPDATE SET projection = EXCLUDED.projection, "
         "activity_us = EXCLUDED.activity_us, status = EXCLUDED.status, "
         "archived = EXCLUDED.archived, healthy = EXCLUDED.healthy, "
         "workflow_id = EXCLUDED.workflow_id, workspace_path = EXCLUDED.workspace_path, "
         "repo_root_hash = EXCLUDED.repo_root_hash, git_branch = EXCLUDED.git_branch, "
-        "git_head_sha = EXCLUDED.git_head_sha, record = EXCLUDED.record, "
-        "corpus = EXCLUDED.corpus, tokens = EXCLUDED.tokens, prefixes = EXCLUDED.prefixes",
+        "git_head_sha = EXCLUDED.git_head_sha, record = EXCLUDED.record",
         (
             summary.session_id,
             PROJECTION_VERSION,
@@ -108,23 +109,50 @@ def upsert_summary(conn: Connection, summary: SessionSummary) -> None:
             summary.git_branch,
             summary.git_head_sha,
             json.dumps(record, ensure_ascii=False, separators=(",", ":")),
-            summary.corpus,
-            sorted(set(words)),
-            prefixes_of(set(words)),
         ),
     )
-    conn.execute("DELETE FROM workrail_summary_runs WHERE session_id = %s", (summary.session_id,))
-    runs = sorted({run.run_id for run in summary.runs})
-    if runs:
+    sid = summary.session_id
+    runs = tuple(sorted({run.run_id for run in summary.runs}))
+    if before is None:
+        conn.execute("DELETE FROM workrail_summary_terms WHERE session_id = %s", (sid,))
+        gone: list[str] = []
+        new = sorted(summary.words)
+    else:
+        gone = sorted(before[0] - summary.words)
+        new = sorted(summary.words - before[0])
+    if gone:
         conn.execute(
-            "INSERT INTO workrail_summary_runs (run_id, session_id) SELECT unnest(%s::text[]), %s",
-            (runs, summary.session_id),
+            "DELETE FROM workrail_summary_terms WHERE session_id = %s AND term = ANY(%s)",
+            (sid, gone),
         )
+    if new:
+        conn.execute(
+            "INSERT INTO workrail_summary_terms (term, session_id) "
+            "SELECT unnest(%s::text[]), %s",
+            (new, sid),
+        )
+    if before is None or before[1] != runs:
+        conn.execute("DELETE FROM workrail_summary_runs WHERE session_id = %s", (sid,))
+        if runs:
+            conn.execute(
+                "INSERT INTO workrail_summary_runs (run_id, session_id) "
+                "SELECT unnest(%s::text[]), %s",
+                (list(runs), sid),
+            )
 
 
-def _parse(record: str, corpus: str = "") -> SessionSummary | None:
+def _words_on(conn: Connection, session_ids: Sequence[str]) -> dict[str, frozenset[str]]:
+    rows = conn.execute(
+        "SELECT session_id, array_agg(term) FROM workrail_summary_terms "
+        "WHERE session_id = ANY(%s) GROUP BY session_id",
+        (list(session_ids),),
+    ).fetchall()
+    return {str(r[0]): frozenset(r[1]) for r in rows}
+
+
+def _parse(record: str, words: frozenset[str] = frozenset()) -> SessionSummary | None:
     summary = SessionSummary.from_record(json.loads(record))
-    return None if summary is None else replace(summary, corpus=corpus)
+    return None if summary is None else replace(summary, words=words)
 
 
 class PostgresLifecycleStore:
@@ -150,11 +178,12 @@ class PostgresLifecycleStore:
                 (session_id, document),
             )
             row = conn.execute(
-                "SELECT record, corpus FROM workrail_summaries WHERE session_id = %s",
-                (session_id,),
+                "SELECT record FROM workrail_summaries WHERE session_id = %s", (session_id,)
             ).fetchone()
-            summary = None if row is None else _parse(str(row[0]), str(row[1]))
+            summary = None if row is None else _parse(str(row[0]))
             if summary is not None:
+                # the corpus and runs are left as they are: only the row changes
+                runs = tuple(sorted({run.run_id for run in summary.runs}))
                 upsert_summary(
                     conn,
                     replace(
@@ -162,6 +191,7 @@ class PostgresLifecycleStore:
                         archived=lifecycle.archived,
                         workspace_path=lifecycle.workspace_path,
                     ),
+                    before=(summary.words, runs),
                 )
             return Success(True)
 
@@ -196,6 +226,12 @@ class PostgresSessionQuery:
             "SELECT last_activity FROM workrail_sessions WHERE session_id = %s", (session_id,)
         ).fetchone()
         last = None if row is None else row[0].astimezone(UTC)
+        # Every append projects, so the row holds the summary at the count before this
+        # append: when the accumulator answered that summary, only the changes are written.
+        known = log.summary.last
+        before = None
+        if known is not None and known[0] == log.count - len(events):
+            before = (known[1], known[2])
         summary = self._projector.of_log(
             log,
             last_activity=last,
@@ -203,7 +239,7 @@ class PostgresSessionQuery:
             snapshots=_OnConnection(conn, self._snapshots),
             pinned=_OnConnection(conn, self._pinned),
         )
-        upsert_summary(conn, summary)
+        upsert_summary(conn, summary, before)
 
     # --- keeping the projection current -------------------------------------------------
 
@@ -302,13 +338,13 @@ class PostgresSessionQuery:
 
         def select(conn: Connection) -> dict[str, SessionSummary]:
             rows = conn.execute(
-                "SELECT session_id, record, corpus FROM workrail_summaries "
-                "WHERE session_id = ANY(%s)",
+                "SELECT session_id, record FROM workrail_summaries WHERE session_id = ANY(%s)",
                 (wanted,),
             ).fetchall()
+            words = _words_on(conn, [str(r[0]) for r in rows])
             out: dict[str, SessionSummary] = {}
-            for sid, record, corpus in rows:
-                summary = _parse(str(record), str(corpus))
+            for sid, record in rows:
+                summary = _parse(str(record), words.get(str(sid), frozenset()))
                 if summary is not None:
                     out[str(sid)] = summary
             return out
@@ -352,9 +388,29 @@ def _filter_sql(where: SessionFilter) -> tuple[str, list[Any]]:
     if where.text is not None:
         wanted = sorted(set(tokens(where.text)))
         if wanted:
-            clauses.append("tokens @> %s::text[]")
-            args.append(wanted)
+            clauses.append(_WITH_ALL)
+            args.extend([wanted, len(wanted)])
     return " AND ".join(clauses), args
+
+
+_WITH_ALL = (
+    "session_id IN (SELECT session_id FROM workrail_summary_terms WHERE term = ANY(%s) "
+    "GROUP BY session_id HAVING count(*) = %s)"
+)
+"""Sessions whose corpus holds every one of the words (each term is there once)."""
+
+
+def _with_any(words: Sequence[str]) -> tuple[str, list[Any]]:
+    """Sessions with a word that starts as any longer word of `words` does (its first
+    three characters) or equals one of its short words: resume_session's loose match."""
+    clauses = ["term = ANY(%s)"]
+    args: list[Any] = [[w for w in words if len(w) <= 3]]
+    for word in words:
+        if len(word) > 3:
+            clauses.append("(term >= %s AND term < %s)")
+            args.extend([word[:3], word[:2] + chr(ord(word[2]) + 1)])
+    sql = " OR ".join(clauses)
+    return f"session_id IN (SELECT session_id FROM workrail_summary_terms WHERE {sql})", args
 
 
 def _candidates(conn: Connection, query: CandidateQuery) -> list[SessionSummary]:
@@ -386,15 +442,13 @@ def _candidates(conn: Connection, query: CandidateQuery) -> list[SessionSummary]
     if words:
         every = sorted(set(query.tokens)) or words
         take(
-            f"SELECT session_id FROM workrail_summaries WHERE {cond} AND tokens @> %s::text[] "
-            f"{recent}",
-            [every, n],
+            f"SELECT session_id FROM workrail_summaries WHERE {cond} AND {_WITH_ALL} {recent}",
+            [every, len(every), n],
         )
-        short = [w for w in words if len(w) <= 3]
+        loose, loose_args = _with_any(words)
         take(
-            f"SELECT session_id FROM workrail_summaries WHERE {cond} AND "
-            f"(prefixes && %s::text[] OR tokens && %s::text[]) {recent}",
-            [prefixes_of([w for w in words if len(w) > 3]), short, n],
+            f"SELECT session_id FROM workrail_summaries WHERE {cond} AND {loose} {recent}",
+            [*loose_args, n],
         )
     if query.git_head_sha is not None:
         take(
@@ -419,8 +473,10 @@ def _candidates(conn: Connection, query: CandidateQuery) -> list[SessionSummary]
     if not ids:
         return []
     rows = conn.execute(
-        "SELECT record, corpus FROM workrail_summaries WHERE session_id = ANY(%s) "
+        "SELECT session_id, record FROM workrail_summaries WHERE session_id = ANY(%s) "
         "ORDER BY session_id",
         (sorted(ids),),
     ).fetchall()
-    return [s for s in (_parse(str(r[0]), str(r[1])) for r in rows) if s is not None]
+    found = _words_on(conn, sorted(ids))
+    parsed = (_parse(str(r[1]), found.get(str(r[0]), frozenset())) for r in rows)
+    return [s for s in parsed if s is not None]

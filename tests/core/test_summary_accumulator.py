@@ -308,3 +308,25 @@ def test_a_long_linear_session_keeps_only_the_newest_notes_that_fit() -> None:
     words = summary.corpus.split()
     assert "1199" in words and "5" not in words  # the newest notes won the budget
     assert summary.runs[0].snippet == "notes for step 1199"
+
+
+def test_checkpoints_beside_each_other_grow_the_window_instead_of_rebuilding_it() -> None:
+    """Each checkpoint of the same node is a new sibling tip: the notes on the path do not
+    change, so the window is kept (rebuilding it walks the whole budget of notes)."""
+    s = Grown()
+    s.start()
+    acc = SummaryAccumulator()
+    for i in range(300):
+        s.notes(len(s.nodes) - 1, f"notes for step {i}", False)
+        s.advance(len(s.nodes) - 1, "step", True)
+    run, node = s.nodes[-1]
+    facts = s.facts()
+    assert incremental(acc, facts) == summarize(facts)
+    window = acc.windows[run]
+    for i in range(4):
+        s.node(run, node, "checkpoint")
+        if i == 2:  # notes on a checkpoint: the next sibling leaves them, so it rebuilds
+            s.notes(len(s.nodes) - 1, "checkpoint notes", False)
+        facts = s.facts()
+        assert incremental(acc, facts) == summarize(facts)
+        assert (acc.windows[run] is window) == (i != 3)

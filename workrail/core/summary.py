@@ -326,9 +326,13 @@ class SessionSummary:
             "runs": [r.to_json() for r in self.runs],
         }
 
-    def to_record(self) -> dict[str, Any]:
-        """`to_json` plus what an index stores to answer later (version, corpus)."""
-        return {**self.to_json(), "v": PROJECTION_VERSION, "corpus": self.corpus}
+    def to_record(self, *, corpus: bool = True) -> dict[str, Any]:
+        """`to_json` plus what an index stores to answer later (version, corpus). A store
+        that keeps the corpus as terms of its own leaves it out (it costs a sort)."""
+        record = {**self.to_json(), "v": PROJECTION_VERSION}
+        if corpus:
+            record["corpus"] = self.corpus
+        return record
 
     @staticmethod
     def from_record(raw: Mapping[str, Any]) -> SessionSummary | None:

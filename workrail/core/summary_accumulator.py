@@ -259,15 +259,25 @@ class SummaryAccumulator:
         must be rebuilt instead."""
         if cap != window.cap:
             return False
-        fresh: list[str] = []  # nodes below the old tip, down to the new tip
-        if tip != window.tip:
-            for node_id in _walk_up(index, tip, GROWTH_WALK + 1):
-                if node_id == window.tip:
-                    break
-                fresh.append(node_id)
-            else:
-                return False
         old_tip = window.tip
+        fresh: list[str] = []  # nodes below the old tip (or the branch point), down to `tip`
+        left: list[str] = []  # nodes of the old path below the branch point
+        if tip != old_tip:
+            up = _walk_up(index, tip, GROWTH_WALK + 1)
+            if old_tip in up:
+                fresh = up[: up.index(old_tip)]
+            else:
+                # Another branch near the old tip (a checkpoint beside an earlier one): the
+                # window still holds when the nodes it leaves carried no output at all.
+                position = {node_id: n for n, node_id in enumerate(up)}
+                below = _walk_up(index, old_tip, GROWTH_WALK + 1)
+                fork = next((n for n, node_id in enumerate(below) if node_id in position), None)
+                if fork is None:
+                    return False
+                left = below[:fork]
+                if any(index.outputs.get(node_id) for node_id in left):
+                    return False
+                fresh = up[: position[below[fork]]]
         for node_id, supersedes in self.outputs[window.seen :]:
             if node_id == old_tip:
                 if supersedes:
@@ -275,7 +285,7 @@ class SummaryAccumulator:
             elif node_id in window.covered:
                 return False
         added: list[str] = []
-        tip_outputs = index.outputs.get(old_tip, ())
+        tip_outputs = () if left else index.outputs.get(old_tip, ())
         for output in tip_outputs[window.tip_outputs :]:
             payload = output.data.payload
             if payload.payloadKind == "notes":
@@ -287,6 +297,7 @@ class SummaryAccumulator:
         if added:
             window.newest = added[-1]
         window.trim()
+        window.covered.difference_update(left)
         window.covered.update(fresh)
         window.tip = tip
         window.seen = len(self.outputs)

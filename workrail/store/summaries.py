@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Final, Generic, Protocol, TypeVar
 
 from returns.result import Failure, Result, Success
 
@@ -50,24 +50,42 @@ class ContentReader(Protocol):
 
 
 class _Bounded(Generic[K, V]):
-    def __init__(self, size: int) -> None:
+    """The most recently used values whose weights add up to at most `size`."""
+
+    def __init__(self, size: int, weigh: Callable[[V], int] = lambda _: 1) -> None:
         self._size = size
-        self._items: OrderedDict[K, V] = OrderedDict()
+        self._weigh = weigh
+        self._items: OrderedDict[K, tuple[V, int]] = OrderedDict()
+        self._total = 0
         self._mutex = threading.Lock()
 
     def get(self, key: K) -> V | None:
         with self._mutex:
-            value = self._items.get(key)
-            if value is not None:
-                self._items.move_to_end(key)
-            return value
+            item = self._items.get(key)
+            if item is None:
+                return None
+            self._items.move_to_end(key)
+            return item[0]
 
     def put(self, key: K, value: V) -> None:
+        weight = self._weigh(value)
         with self._mutex:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
+            old = self._items.pop(key, None)
+            if old is not None:
+                self._total -= old[1]
+            self._items[key] = (value, weight)
+            self._total += weight
+            while self._total > self._size and len(self._items) > 1:
+                _, (_, dropped) = self._items.popitem(last=False)
+                self._total -= dropped
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+TIP_CACHE_WEIGHT: Final = 65_536
+"""Tip states kept, weighed by 1 + their completed steps: a long session's past tips (each
+holding all the steps done before it) must not fill memory, 8,192 short ones fit."""
 
 
 class SummaryProjector:
@@ -76,7 +94,9 @@ class SummaryProjector:
     def __init__(self, snapshots: SnapshotStore, pinned: PinnedWorkflowStore) -> None:
         self._snapshots = snapshots
         self._pinned = pinned
-        self._tips: _Bounded[str, TipState] = _Bounded(8192)
+        self._tips: _Bounded[str, TipState] = _Bounded(
+            TIP_CACHE_WEIGHT, lambda tip: 1 + len(tip.completed_step_ids)
+        )
         self._workflows: _Bounded[str, WorkflowFacts | None] = _Bounded(1024)
 
     def _facts(

@@ -737,8 +737,7 @@ def _upsert(
 ) -> None:
     """Write a summary's row, its runs and its corpus terms. `before` is what the row's
     terms are known to be (only the difference is written), None to read them."""
-    record = summary.to_record()
-    record.pop("corpus", None)
+    record = summary.to_record(corpus=False)
     conn.execute(
         "INSERT INTO summaries (session_id, identity, activity_us, status, archived, healthy, "
         "workflow_id, workspace_path, repo_root_hash, git_branch, git_head_sha, record) "

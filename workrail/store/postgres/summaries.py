@@ -84,8 +84,7 @@ def upsert_summary(
     """Write a summary's row, its corpus terms and its runs. `before` is what the terms
     and runs in the database are known to be: only the difference is written then (an
     append changes a few terms), else they are replaced."""
-    record = summary.to_record()
-    record.pop("corpus", None)
+    record = summary.to_record(corpus=False)
     conn.execute(
         "INSERT INTO workrail_summaries (session_id, projection, activity_us, status, archived, "
         "healthy, workflow_id, workspace_path, repo_root_hash, git_branch, git_head_sha, "

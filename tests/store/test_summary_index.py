@@ -174,3 +174,32 @@ def test_every_append_of_this_process_updates_its_row_at_once(data_dir: Path) ->
     count = backend.sessions.read(chain.sess, lambda log: log.count).unwrap()
     assert count > 256
     assert indexed_rows(backend)[chain.sess]["record"]["eventCount"] == count
+
+
+def test_terms_another_connection_wrote_are_replaced_not_assumed(data_dir: Path) -> None:
+    """A connection writes only the terms that changed since its own last write of a row,
+    and only while the row is still that write: another process may project the session
+    in between (a query that read the log as the next append landed) at the very identity
+    this connection remembers, with other terms. Its next append must not build on them."""
+    from dataclasses import replace
+
+    engine = engine_over(LocalBackend.open(data_dir))
+    current = engine.start_workflow("probe-flow", {"goal": "Tune the parser"}).unwrap()
+    sid = engine.deps.codec.parse_state(current["stateToken"]).unwrap().session_id
+    current = engine.advance(
+        current["stateToken"], current["ackToken"], notes_markdown="alpha"
+    ).unwrap()
+    ident = indexed_rows(LocalBackend.open(data_dir))[sid]["identity"]
+
+    other = LocalBackend.open(data_dir)  # another process's connection to the index
+    summary = other.query.get([sid]).unwrap()[sid]
+    conn = other.query._open()
+    other.query._put(conn, replace(summary, words=summary.words | {"intruder"}), ident)
+    conn.commit()
+    assert "intruder" in indexed_rows(other)[sid]["corpus"].split()
+
+    engine.advance(current["stateToken"], current["ackToken"], notes_markdown="beta").unwrap()
+    kept = indexed_rows(other)[sid]["corpus"].split()
+    assert "intruder" not in kept and {"alpha", "beta", "parser"} <= set(kept)
+    other.query.rebuild().unwrap()
+    assert indexed_rows(other)[sid]["corpus"].split() == kept

@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import re
+import secrets
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -58,6 +59,9 @@ log = logging.getLogger("workrail.store.index")
 INDEX_SCHEMA: Final = 4
 REMEMBERED_TERMS: Final = 256
 """Sessions whose last-written corpus terms this process keeps, to write only changes."""
+Stamp = int
+"""A random value each write of a row sets: equal to the one a connection wrote, the row
+(and its terms) is still that write's, whoever else projected the session since."""
 INDEX_RELPATH: Final = Path("index") / "sessions.sqlite3"
 BOOT_ID: Final = Path("/proc/sys/kernel/random/boot_id")
 
@@ -67,6 +71,7 @@ CREATE TABLE summaries (
     id INTEGER PRIMARY KEY,
     session_id TEXT NOT NULL UNIQUE,
     identity TEXT NOT NULL,
+    stamp INTEGER NOT NULL,
     activity_us INTEGER NOT NULL,
     status TEXT NOT NULL,
     archived INTEGER NOT NULL,
@@ -143,7 +148,7 @@ class LocalSessionQuery:
         self._conn: sqlite3.Connection | None = None
         self._known: dict[str, str] | None = None
         self._known_version = -1
-        self._written: OrderedDict[str, tuple[Identity, frozenset[str]]] = OrderedDict()
+        self._written: OrderedDict[str, tuple[Stamp, frozenset[str]]] = OrderedDict()
 
     def _identities(self, conn: sqlite3.Connection) -> dict[str, str]:
         """Every row's identity, read again only when another connection committed
@@ -165,20 +170,22 @@ class LocalSessionQuery:
     ) -> None:
         """Write the row; its terms as a difference from what it held, which this
         connection remembers from its own last write when the row still has that write's
-        identity (otherwise the terms are read)."""
+        stamp (otherwise the terms are read). `before`, when given, must have been read in
+        the transaction that writes."""
         sid = summary.session_id
         own = conn is self._conn
         if before is None and own:
             memo = self._written.get(sid)
             if memo is not None:
+                _begin(conn)  # no other connection writes between this read and the write
                 row = conn.execute(
-                    "SELECT identity FROM summaries WHERE session_id = ?", (sid,)
+                    "SELECT stamp FROM summaries WHERE session_id = ?", (sid,)
                 ).fetchone()
-                if row is not None and str(row[0]) == memo[0]:
+                if row is not None and int(row[0]) == memo[0]:
                     before = memo[1]
-        _upsert(conn, summary, ident, before)
+        stamp = _upsert(conn, summary, ident, before)
         if own:
-            self._written[sid] = (ident, summary.words)
+            self._written[sid] = (stamp, summary.words)
             self._written.move_to_end(sid)
             while len(self._written) > REMEMBERED_TERMS:
                 self._written.popitem(last=False)
@@ -451,12 +458,14 @@ class LocalSessionQuery:
         try:
             with self._mutex:
                 conn = self._open()
+                _begin(conn)  # the terms read below are what this transaction rewrites
                 row = conn.execute(
                     "SELECT record FROM summaries WHERE session_id = ?", (session_id,)
                 ).fetchone()
                 ident = self.fresh_identity(session_id)
                 summary = None if row is None else SessionSummary.from_record(json.loads(row[0]))
                 if summary is None or ident is None:
+                    conn.rollback()
                     return  # the next query projects it
                 words = _words_of(conn, session_id)
                 summary = replace(
@@ -734,15 +743,18 @@ def _upsert(
     summary: SessionSummary,
     ident: Identity,
     before: frozenset[str] | None = None,
-) -> None:
-    """Write a summary's row, its runs and its corpus terms. `before` is what the row's
-    terms are known to be (only the difference is written), None to read them."""
+) -> Stamp:
+    """Write a summary's row, its runs and its corpus terms; the row's new stamp. `before`
+    is what the row's terms are known to be (only the difference is written), None to
+    read them."""
     record = summary.to_record(corpus=False)
+    stamp = secrets.randbits(62)
     conn.execute(
-        "INSERT INTO summaries (session_id, identity, activity_us, status, archived, healthy, "
-        "workflow_id, workspace_path, repo_root_hash, git_branch, git_head_sha, record) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET "
-        "identity = excluded.identity, activity_us = excluded.activity_us, "
+        "INSERT INTO summaries (session_id, identity, stamp, activity_us, status, archived, "
+        "healthy, workflow_id, workspace_path, repo_root_hash, git_branch, git_head_sha, "
+        "record) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id) DO "
+        "UPDATE SET identity = excluded.identity, stamp = excluded.stamp, "
+        "activity_us = excluded.activity_us, "
         "status = excluded.status, archived = excluded.archived, healthy = excluded.healthy, "
         "workflow_id = excluded.workflow_id, workspace_path = excluded.workspace_path, "
         "repo_root_hash = excluded.repo_root_hash, git_branch = excluded.git_branch, "
@@ -750,6 +762,7 @@ def _upsert(
         (
             summary.session_id,
             ident,
+            stamp,
             activity_us(summary.last_activity),
             summary.status,
             int(summary.archived),
@@ -780,6 +793,13 @@ def _upsert(
             "INSERT OR REPLACE INTO runs (run_id, session_id) VALUES (?, ?)",
             [(run_id, summary.session_id) for run_id in runs],
         )
+    return stamp
+
+
+def _begin(conn: sqlite3.Connection) -> None:
+    """Take the write lock now (reads that follow are of what this transaction writes)."""
+    if not conn.in_transaction:
+        conn.execute("BEGIN IMMEDIATE")
 
 
 def _terms_of(conn: sqlite3.Connection, rowid: int) -> frozenset[str]:

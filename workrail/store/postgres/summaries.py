@@ -127,7 +127,7 @@ def upsert_summary(
     if new:
         conn.execute(
             "INSERT INTO workrail_summary_terms (term, session_id) "
-            "SELECT unnest(%s::text[]), %s",
+            "SELECT unnest(%s::text[]), %s ON CONFLICT DO NOTHING",  # never fail an append
             (new, sid),
         )
     if before is None or before[1] != runs:

@@ -119,16 +119,18 @@ ALTER TABLE workrail_snapshots ADD COLUMN state_kind text, ADD COLUMN pending_st
 """
 
 V4 = """
-ALTER TABLE workrail_summaries DROP COLUMN corpus, DROP COLUMN tokens, DROP COLUMN prefixes;
+-- written to replay cleanly over its own result (a schema rewound to before migration 3)
+ALTER TABLE workrail_summaries DROP COLUMN IF EXISTS corpus, DROP COLUMN IF EXISTS tokens,
+    DROP COLUMN IF EXISTS prefixes;
 -- the rows lost their corpus: projected again when the backend opens (refresh_outdated)
 UPDATE workrail_summaries SET projection = 0;
 
-CREATE TABLE workrail_summary_terms (
+CREATE TABLE IF NOT EXISTS workrail_summary_terms (
     term       text COLLATE "C" NOT NULL,
     session_id text NOT NULL REFERENCES workrail_summaries (session_id) ON DELETE CASCADE,
     PRIMARY KEY (term, session_id)
 );
-CREATE INDEX workrail_summary_terms_session ON workrail_summary_terms (session_id);
+CREATE INDEX IF NOT EXISTS workrail_summary_terms_session ON workrail_summary_terms (session_id);
 """
 
 MIGRATIONS: Final = (

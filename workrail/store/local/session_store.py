@@ -68,6 +68,7 @@ from workrail.store.fsio import (
     write_all,
     write_synced,
 )
+from workrail.store.gc_pause import collector_paused
 from workrail.store.local.layout import Layout, UnsafeReference
 from workrail.store.local.lock import SessionLockRegistry, WriterLock
 from workrail.store.local.session_cache import SessionCache
@@ -77,6 +78,8 @@ T = TypeVar("T")
 E = TypeVar("E")
 
 CACHED_SESSIONS = 64
+LARGE_LOAD_BYTES = 64 * 1024
+"""Manifest bytes (about 150 appends) from which a load pauses the garbage collector."""
 CACHED_EVENTS = 20_000
 """A long-running server keeps the most recently used sessions loaded, within both bounds
 (one session larger than the event bound is still kept)."""
@@ -289,7 +292,8 @@ class LocalSessionStore:
                 f.seek(entry.consumed)
                 data = f.read()
                 fst = os.fstat(f.fileno())
-            self._extend(entry, session_dir, data, salvage=False)
+            with collector_paused(len(data) >= LARGE_LOAD_BYTES):
+                self._extend(entry, session_dir, data, salvage=False)
         except CorruptionError as exc:
             self._cache.forget(session_id)
             return exc.corruption

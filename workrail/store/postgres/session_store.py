@@ -41,6 +41,7 @@ from workrail.core.log_reader import CorruptionError
 from workrail.core.manifest import ManifestRecord
 from workrail.core.session_index import ProjectionError
 from workrail.store.errors import StoreError
+from workrail.store.gc_pause import collector_paused
 from workrail.store.ports import LIST_PAGE_MAX, AppendOutcome, AppendPlan, PrefixLoad, SessionLog
 from workrail.store.postgres.connection import (
     WRITE_BOUNDS,
@@ -57,6 +58,8 @@ T = TypeVar("T")
 E = TypeVar("E")
 
 CACHED_SESSIONS: Final = 256
+LARGE_LOAD_EVENTS: Final = 512
+"""Events fetched at once from which a load pauses the garbage collector (gc_pause)."""
 NOTIFY_CHANNEL: Final = "workrail_appends"
 """`pg_notify` channel; the payload is the session id. Delivered at COMMIT only."""
 
@@ -155,15 +158,21 @@ class PostgresSessionStore:
             return state
         if manifest_count < len(state.manifest):  # the database went back in time: reload
             state = LogState()
-        manifest_rows, event_rows = _fetch_rows(
-            conn, session_id, len(state.manifest), manifest_count, len(state.events), event_count
-        )
         try:
-            if len(manifest_rows) != manifest_count - len(state.manifest):
-                raise CorruptionError(
-                    Corruption("missing_attested_segment", "Manifest rows are missing", "tail")
+            with collector_paused(event_count - len(state.events) >= LARGE_LOAD_EVENTS):
+                manifest_rows, event_rows = _fetch_rows(
+                    conn,
+                    session_id,
+                    len(state.manifest),
+                    manifest_count,
+                    len(state.events),
+                    event_count,
                 )
-            extend(state, manifest_rows, event_rows)
+                if len(manifest_rows) != manifest_count - len(state.manifest):
+                    raise CorruptionError(
+                        Corruption("missing_attested_segment", "Manifest rows are missing", "tail")
+                    )
+                extend(state, manifest_rows, event_rows)
         except CorruptionError as exc:
             slot.state = None
             return exc.corruption

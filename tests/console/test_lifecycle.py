@@ -94,6 +94,8 @@ def test_list_pages_with_the_cursor_and_keeps_filters(
     second = _ids(page)
     assert len(second) == 2 and first | second == made and not first & second
     page.click("text=First page")
+    page.wait_for_url(lambda url: "cursor=" not in url)  # the next page, not this one
+    assert "workflow=probe-flow" in page.url
     assert _ids(page) == first
 
 

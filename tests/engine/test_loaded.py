@@ -18,7 +18,7 @@ def test_a_long_session_cannot_keep_every_snapshot() -> None:
     refs = []
     for n in range(0, 2000, 10):
         ref, snapshot = _snapshot_with(n)
-        cache.put(ref, snapshot)
+        cache.keep(ref, snapshot)
         refs.append(ref)
     kept = [(ref, got) for ref in refs if (got := cache.get(ref)) is not None]
     held = [ref for ref, _ in kept]
@@ -32,21 +32,21 @@ def test_a_long_session_cannot_keep_every_snapshot() -> None:
 
 def test_entries_are_bounded_and_recently_read_ones_survive() -> None:
     cache = _ParsedSnapshots()
-    cache.MAX_ENTRIES = 3
+    cache.max_entries = 3
     first = ("sha256:" + "0" * 64, complete_snapshot())
-    cache.put(*first)
+    cache.keep(*first)
     others = [(f"sha256:{i:064x}", complete_snapshot()) for i in range(1, 4)]
-    cache.put(*others[0])
-    cache.put(*others[1])
+    cache.keep(*others[0])
+    cache.keep(*others[1])
     assert cache.get(first[0]) is not None  # read: now the most recent
-    cache.put(*others[2])
+    cache.keep(*others[2])
     assert cache.get(first[0]) is not None
     assert cache.get(others[0][0]) is None
 
 
 def test_one_snapshot_over_the_budget_is_still_kept() -> None:
     cache = _ParsedSnapshots()
-    cache.MAX_KEYS = 5
+    cache.max_weight = 5
     ref, snapshot = _snapshot_with(50)
-    cache.put(ref, snapshot)
+    cache.keep(ref, snapshot)
     assert cache.get(ref) is snapshot

@@ -4,7 +4,6 @@ pinned, compiled workflow — each failure mapped to the spec's code and message
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -13,6 +12,7 @@ from returns.result import Failure, Result, Success
 from workrail.core.events import NodeCreated
 from workrail.core.session_index import RunInfo
 from workrail.core.snapshot import BlockedState, ExecutionSnapshot, RunningState, parse_snapshot
+from workrail.core.weighted_lru import WeightedLru
 from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError, error
 from workrail.engine.store_errors import from_store
@@ -96,44 +96,20 @@ def resolve_state(
     return Success(NodeFacts(node, run))
 
 
-class _ParsedSnapshots:
+class _ParsedSnapshots(WeightedLru[ExecutionSnapshot]):
     """Parsed snapshots by content ref (an entry can never go stale), so the response to
     an advance, and the next advance from it, neither read nor re-validate it again.
-
-    Bounded by entries and by the completed keys they hold together: a snapshot at step
-    n holds n keys, so a count bound alone let one long session keep O(n²) keys alive.
-    Only the newest snapshots are wanted (each session advances from its tip).
-    """
+    Weighted by the completed keys each holds; only the newest snapshots are wanted (each
+    session advances from its tip)."""
 
     MAX_ENTRIES = 512
     MAX_KEYS = 200_000
 
     def __init__(self) -> None:
-        self._items: OrderedDict[str, tuple[ExecutionSnapshot, int]] = OrderedDict()
-        self._keys = 0
-        self._mutex = threading.Lock()
+        super().__init__(max_weight=self.MAX_KEYS, max_entries=self.MAX_ENTRIES)
 
-    def get(self, ref: str) -> ExecutionSnapshot | None:
-        with self._mutex:
-            item = self._items.get(ref)
-            if item is None:
-                return None
-            self._items.move_to_end(ref)
-            return item[0]
-
-    def put(self, ref: str, snapshot: ExecutionSnapshot) -> None:
-        weight = 1 + _completed_count(snapshot)
-        with self._mutex:
-            old = self._items.pop(ref, None)
-            if old is not None:
-                self._keys -= old[1]
-            self._items[ref] = (snapshot, weight)
-            self._keys += weight
-            while len(self._items) > 1 and (
-                len(self._items) > self.MAX_ENTRIES or self._keys > self.MAX_KEYS
-            ):
-                _, (_, dropped) = self._items.popitem(last=False)
-                self._keys -= dropped
+    def keep(self, ref: str, snapshot: ExecutionSnapshot) -> None:
+        self.put(ref, snapshot, 1 + _completed_count(snapshot))
 
 
 def _completed_count(snapshot: ExecutionSnapshot) -> int:
@@ -146,7 +122,7 @@ _parsed = _ParsedSnapshots()
 
 def remember_snapshot(ref: str, snapshot: ExecutionSnapshot) -> None:
     """Keep a parsed snapshot by its content ref for the next reads of it."""
-    _parsed.put(ref, snapshot)
+    _parsed.keep(ref, snapshot)
 
 
 def load_snapshot(deps: EngineDeps, ref: str) -> ExecutionSnapshot | None | EngineError:

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Final
 
 from workrail.core.snapshot_state import STATE_KINDS, SnapshotState
-from workrail.store.fsio import UnsafePath, ensure_tree, open_regular
+from workrail.store.fsio import UnsafePath, ensure_tree
+from workrail.store.local.sqlite_file import connect_index
 
 log = logging.getLogger("workrail.store.snapshot_states")
 
@@ -143,13 +144,7 @@ class SnapshotStateIndex:
         return conn
 
     def _connect(self) -> sqlite3.Connection:
-        # SQLite would create the file 0644 (its journal copies that mode): make it 0600,
-        # and refuse anything but a regular file under that name.
-        os.close(open_regular(self._path, os.O_RDWR | os.O_CREAT, 0o600))
-        conn = sqlite3.connect(self._path, timeout=2.0, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=DELETE")
-        conn.execute("PRAGMA synchronous=OFF")
-        return conn
+        return connect_index(self._path, timeout=2.0)
 
     def _usable(self, conn: sqlite3.Connection) -> bool:
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())

@@ -40,10 +40,11 @@ from workrail.core.manifest import ManifestRecord, SegmentClosed
 from workrail.core.summary import PROJECTION_VERSION, SessionSummary
 from workrail.core.text import tokens
 from workrail.store.errors import StoreError
-from workrail.store.fsio import ensure_tree, open_regular
+from workrail.store.fsio import ensure_tree
 from workrail.store.local.layout import Layout
 from workrail.store.local.lifecycle import LIFECYCLE_FILE, LocalLifecycleStore
 from workrail.store.local.session_store import LocalSessionStore
+from workrail.store.local.sqlite_file import connect_index
 from workrail.store.ports import (
     QUERY_PAGE_MAX,
     CandidateQuery,
@@ -295,12 +296,7 @@ class LocalSessionQuery:
         return conn
 
     def _connect_rw(self) -> sqlite3.Connection:
-        # SQLite would create the file 0644 (its journal copies that mode): make it 0600.
-        os.close(open_regular(self._path, os.O_WRONLY | os.O_CREAT, 0o600))
-        conn = sqlite3.connect(self._path, timeout=10.0, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=DELETE")
-        conn.execute("PRAGMA synchronous=OFF")
-        return conn
+        return connect_index(self._path, timeout=10.0)
 
     def _write_meta(self, conn: sqlite3.Connection) -> None:
         conn.executemany(

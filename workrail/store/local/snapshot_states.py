@@ -23,13 +23,17 @@ from typing import Final
 
 from workrail.core.snapshot_state import STATE_KINDS, SnapshotState
 from workrail.store.fsio import UnsafePath, ensure_tree
-from workrail.store.local.sqlite_file import connect_index
+from workrail.store.local.sqlite_file import (
+    boot_id,
+    checked_since_boot,
+    connect_index,
+    discard_index,
+)
 
 log = logging.getLogger("workrail.store.snapshot_states")
 
 STATES_SCHEMA: Final = 1
 STATES_RELPATH: Final = Path("index") / "snapshot-states.sqlite3"
-BOOT_ID: Final = Path("/proc/sys/kernel/random/boot_id")
 LOOKUP_CHUNK: Final = 500
 """Refs per query (SQLite limits the parameters of one statement)."""
 
@@ -41,13 +45,6 @@ CREATE TABLE states (
     pending_step TEXT
 ) WITHOUT ROWID;
 """
-
-
-def _boot_id() -> str:
-    try:
-        return BOOT_ID.read_text().strip()
-    except OSError:
-        return "unknown"
 
 
 class SnapshotStateIndex:
@@ -138,7 +135,7 @@ class SnapshotStateIndex:
             with conn:
                 conn.executemany(
                     "INSERT INTO meta (key, value) VALUES (?, ?)",
-                    [("schema", str(STATES_SCHEMA)), ("boot_id", _boot_id())],
+                    [("schema", str(STATES_SCHEMA)), ("boot_id", boot_id())],
                 )
         self._conn = conn
         return conn
@@ -150,20 +147,10 @@ class SnapshotStateIndex:
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
         if meta.get("schema") != str(STATES_SCHEMA):
             return False
-        if meta.get("boot_id") != _boot_id():
-            row = conn.execute("PRAGMA quick_check").fetchone()
-            if row is None or row[0] != "ok":
-                return False
-            with conn:
-                conn.execute("UPDATE meta SET value = ? WHERE key = 'boot_id'", (_boot_id(),))
-        return True
+        return checked_since_boot(conn, meta.get("boot_id"))
 
     def _discard(self) -> None:
-        for suffix in ("", "-journal", "-wal", "-shm"):
-            try:
-                os.unlink(str(self._path) + suffix)
-            except FileNotFoundError:
-                pass
+        discard_index(self._path)
 
     def _close(self) -> None:
         if self._conn is not None:

@@ -1,12 +1,14 @@
-"""Opening the files backend's disposable SQLite indexes (`index/*.sqlite3`) the one way
+"""The files backend's disposable SQLite indexes (`index/*.sqlite3`), opened the one way
 they are opened: a private (0600) regular file, rollback journal, no fsync (an index is
-rebuilt from the logs whenever it is lost or damaged)."""
+rebuilt from the logs whenever it is lost or damaged), checked once after each boot, and
+discarded with its journal files."""
 
 from __future__ import annotations
 
 import os
 import sqlite3
 from pathlib import Path
+from typing import Final
 
 from workrail.store.fsio import open_regular
 
@@ -19,3 +21,36 @@ def connect_index(path: Path, *, timeout: float) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode=DELETE")
     conn.execute("PRAGMA synchronous=OFF")
     return conn
+
+
+BOOT_ID: Final = Path("/proc/sys/kernel/random/boot_id")
+
+
+def boot_id() -> str:
+    try:
+        return BOOT_ID.read_text().strip()
+    except OSError:
+        return "unknown"
+
+
+def checked_since_boot(conn: sqlite3.Connection, recorded: str | None) -> bool:
+    """Written without fsync, an index may be damaged after a power loss: the first use
+    after a boot (`recorded` is the boot id its meta table holds) runs a quick check and
+    records this boot. False: the index is damaged and must be discarded."""
+    if recorded == boot_id():
+        return True
+    row = conn.execute("PRAGMA quick_check").fetchone()
+    if row is None or row[0] != "ok":
+        return False
+    with conn:
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'boot_id'", (boot_id(),))
+    return True
+
+
+def discard_index(path: Path) -> None:
+    """The index file and any journal SQLite left beside it."""
+    for suffix in ("", "-journal", "-wal", "-shm"):
+        try:
+            os.unlink(str(path) + suffix)
+        except FileNotFoundError:
+            pass

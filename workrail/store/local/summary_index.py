@@ -44,7 +44,12 @@ from workrail.store.fsio import ensure_tree
 from workrail.store.local.layout import Layout
 from workrail.store.local.lifecycle import LIFECYCLE_FILE, LocalLifecycleStore
 from workrail.store.local.session_store import LocalSessionStore
-from workrail.store.local.sqlite_file import connect_index
+from workrail.store.local.sqlite_file import (
+    boot_id,
+    checked_since_boot,
+    connect_index,
+    discard_index,
+)
 from workrail.store.ports import (
     QUERY_PAGE_MAX,
     CandidateQuery,
@@ -64,7 +69,6 @@ Stamp = int
 """A random value each write of a row sets: equal to the one a connection wrote, the row
 (and its terms) is still that write's, whoever else projected the session since."""
 INDEX_RELPATH: Final = Path("index") / "sessions.sqlite3"
-BOOT_ID: Final = Path("/proc/sys/kernel/random/boot_id")
 
 _SCHEMA: Final = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -110,13 +114,6 @@ def _stat_identity(path: str | Path) -> str | None:
     except (FileNotFoundError, NotADirectoryError):
         return None
     return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
-
-
-def _boot_id() -> str:
-    try:
-        return BOOT_ID.read_text().strip()
-    except OSError:
-        return "unknown"
 
 
 @dataclass(frozen=True)
@@ -304,7 +301,7 @@ class LocalSessionQuery:
             [
                 ("schema", str(INDEX_SCHEMA)),
                 ("projection", str(PROJECTION_VERSION)),
-                ("boot_id", _boot_id()),
+                ("boot_id", boot_id()),
             ],
         )
 
@@ -314,21 +311,10 @@ class LocalSessionQuery:
             PROJECTION_VERSION
         ):
             return False
-        if meta.get("boot_id") != _boot_id():
-            # Written without fsync: after a power loss it may be damaged. Check once.
-            row = conn.execute("PRAGMA quick_check").fetchone()
-            if row is None or row[0] != "ok":
-                return False
-            conn.execute("UPDATE meta SET value = ? WHERE key = 'boot_id'", (_boot_id(),))
-            conn.commit()
-        return True
+        return checked_since_boot(conn, meta.get("boot_id"))
 
     def _discard(self) -> None:
-        for suffix in ("", "-journal", "-wal", "-shm"):
-            try:
-                os.unlink(str(self._path) + suffix)
-            except FileNotFoundError:
-                pass
+        discard_index(self._path)
 
     def _reset(self) -> None:
         self._known = None

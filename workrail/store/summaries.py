@@ -7,11 +7,9 @@ new since the last one (this process's appends, or another's read in by the stor
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, Final, Generic, Protocol, TypeVar
+from typing import Any, Final, Protocol
 
 from returns.result import Failure, Result, Success
 
@@ -30,6 +28,7 @@ from workrail.core.summary import (
     tip_state_of,
     workflow_facts_of,
 )
+from workrail.core.weighted_lru import WeightedLru
 from workrail.store.errors import StoreError
 from workrail.store.ports import (
     LifecycleStore,
@@ -39,9 +38,6 @@ from workrail.store.ports import (
     SnapshotStore,
 )
 
-K = TypeVar("K")
-V = TypeVar("V")
-
 
 class ContentReader(Protocol):
     """`get` of a snapshot or pinned-workflow store (or a transaction's view of one)."""
@@ -49,43 +45,14 @@ class ContentReader(Protocol):
     def get(self, ref: str) -> Result[dict[str, Any] | None, StoreError]: ...
 
 
-class _Bounded(Generic[K, V]):
-    """The most recently used values whose weights add up to at most `size`."""
-
-    def __init__(self, size: int, weigh: Callable[[V], int] = lambda _: 1) -> None:
-        self._size = size
-        self._weigh = weigh
-        self._items: OrderedDict[K, tuple[V, int]] = OrderedDict()
-        self._total = 0
-        self._mutex = threading.Lock()
-
-    def get(self, key: K) -> V | None:
-        with self._mutex:
-            item = self._items.get(key)
-            if item is None:
-                return None
-            self._items.move_to_end(key)
-            return item[0]
-
-    def put(self, key: K, value: V) -> None:
-        weight = self._weigh(value)
-        with self._mutex:
-            old = self._items.pop(key, None)
-            if old is not None:
-                self._total -= old[1]
-            self._items[key] = (value, weight)
-            self._total += weight
-            while self._total > self._size and len(self._items) > 1:
-                _, (_, dropped) = self._items.popitem(last=False)
-                self._total -= dropped
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-
 TIP_CACHE_WEIGHT: Final = 65_536
 """Tip states kept, weighed by 1 + their completed steps: a long session's past tips (each
 holding all the steps done before it) must not fill memory, 8,192 short ones fit."""
+
+
+def tip_weight(tip: TipState) -> int:
+    """A tip state's weight in the tip cache: itself and each completed step it holds."""
+    return 1 + len(tip.completed_step_ids)
 
 
 class SummaryProjector:
@@ -94,10 +61,9 @@ class SummaryProjector:
     def __init__(self, snapshots: SnapshotStore, pinned: PinnedWorkflowStore) -> None:
         self._snapshots = snapshots
         self._pinned = pinned
-        self._tips: _Bounded[str, TipState] = _Bounded(
-            TIP_CACHE_WEIGHT, lambda tip: 1 + len(tip.completed_step_ids)
-        )
-        self._workflows: _Bounded[str, WorkflowFacts | None] = _Bounded(1024)
+        # Bounded by weight alone: each entry weighs at least 1, so the count never binds.
+        self._tips: WeightedLru[TipState] = WeightedLru(TIP_CACHE_WEIGHT, TIP_CACHE_WEIGHT)
+        self._workflows: WeightedLru[WorkflowFacts | None] = WeightedLru(1024, 1024)
 
     def _facts(
         self,
@@ -224,7 +190,7 @@ class SummaryProjector:
             return TipState("invalid")  # not cached: it may be readable next time
         state = tip_state_of(loaded.unwrap())
         if state.kind != "missing":
-            self._tips.put(ref, state)
+            self._tips.put(ref, state, tip_weight(state))
         return state
 
     def _workflow(self, workflow_hash: str, pinned: ContentReader) -> WorkflowFacts | None:
@@ -236,5 +202,5 @@ class SummaryProjector:
             return None
         facts = workflow_facts_of(loaded.unwrap())
         if facts is not None:
-            self._workflows.put(workflow_hash, facts)
+            self._workflows.put(workflow_hash, facts, 1)
         return facts

@@ -46,6 +46,8 @@ need() {
 need "redis-server" "command -v redis-server" redis-server
 # the PostgreSQL store tests (initdb and pg_ctl; tests/services/postgres.py)
 need "PostgreSQL server" "ls /usr/lib/postgresql/*/bin/initdb || command -v initdb" postgresql
+# the git workspace probe's tests (tests/probes/test_git.py)
+need "git" "command -v git" git
 # the web console's browser tests (Playwright drives Debian's Chromium at /usr/bin/chromium;
 # Playwright's own browser download is not used)
 need "Chromium" "test -x /usr/bin/chromium" chromium

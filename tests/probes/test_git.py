@@ -3,16 +3,20 @@ anything else."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.services import require_binary
 from workrail.engine.workspace import observations, root_hash
 from workrail.probes.git import GitWorkspaceProbe
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+@pytest.fixture(autouse=True)
+def _git_installed() -> None:
+    """git is a service of these tests: missing, they fail under CI and skip elsewhere."""
+    require_binary("git", "git")
 
 
 def _git(path: Path, *args: str) -> str:

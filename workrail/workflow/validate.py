@@ -17,12 +17,11 @@ from returns.result import Failure, Result, Success
 
 from workrail.core.canonical import CanonicalJsonError, canonical_bytes
 from workrail.core.wording import counted
-from workrail.workflow.definition import LOOP_CONTROL_CONTRACT
+from workrail.workflow.contracts import KNOWN_CONTRACTS
 from workrail.workflow.errors import Problem
 from workrail.workflow.jsvalues import compile_js_regex
 from workrail.workflow.schema import workflow_validator
 
-KNOWN_CONTRACTS: Final = frozenset({LOOP_CONTROL_CONTRACT})
 RESERVED_NAMESPACE: Final = "wr"
 _SAFE_ID_RE: Final = re.compile(r"[a-z0-9_-]+")
 _WORKFLOW_ID_RE: Final = re.compile(r"[a-z0-9_-]+|[a-z][a-z0-9_-]*\.[a-z][a-z0-9_-]*")

@@ -31,6 +31,7 @@ VALUE_OPERATORS: Final = (
     "startsWith",
     "endsWith",
     "matches",
+    "in",
 )
 _TRUE_WORDS: Final = frozenset({"true", "1", "yes"})
 _FALSE_WORDS: Final = frozenset({"false", "0", "no"})
@@ -72,6 +73,10 @@ def _apply(op: str, value: Any, operand: Any) -> bool:
         return not lenient_equals(value, operand)
     if op in ("gt", "gte", "lt", "lte"):
         return _compare(op, value, operand)
+    if op == "in":
+        # Membership, with the same forgiving equality as `equals` (WorkRail's current
+        # language); anything but a list of candidates is false.
+        return isinstance(operand, list) and any(lenient_equals(value, o) for o in operand)
     if op == "matches":
         if not isinstance(operand, str):
             return False

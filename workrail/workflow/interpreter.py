@@ -31,6 +31,7 @@ from workrail.core.snapshot import (
 )
 from workrail.workflow.compiler import CompiledLoop, CompiledWorkflow
 from workrail.workflow.conditions import evaluate_condition, is_missing, non_numeric_operands
+from workrail.workflow.contracts import is_loop_control, parse_loop_control
 from workrail.workflow.definition import ArtifactContractSource, LoopStep
 from workrail.workflow.errors import UNSET, NeededInput, WorkflowError, needed_context
 from workrail.workflow.jsvalues import is_number
@@ -40,7 +41,6 @@ from workrail.workflow.outcomes import (
     LoopIdRef,
     StepIdRef,
 )
-from workrail.workflow.requirements import is_loop_control, parse_loop_control
 
 MAX_SELECTION_ROUNDS: Final = 10_000
 DEFAULT_ITERATION_VAR: Final = "currentIteration"
@@ -358,21 +358,24 @@ class _Selector:
                 "LOOP_CONDITION_UNAVAILABLE", f"loop '{loop.id}' has no condition source"
             )
         if isinstance(source, ArtifactContractSource):
-            decision = self._loop_decision(source.loop_id)
+            loop_id = source.loop_id or loop.id
+            decision = self._loop_decision(loop_id)
+            if decision is None and loop.enters_without_decision:
+                decision = "continue"  # no decision yet: the loop runs (WorkRail ≥ 1.17.1)
             if decision is None:
                 return WorkflowError(
                     "LOOP_CONTROL_ARTIFACT_MISSING",
                     f"loop '{loop.id}' needs a wr.loop_control artifact with loopId "
-                    f"'{source.loop_id}' (decision continue|stop) before it is entered",
+                    f"'{loop_id}' (decision continue|stop) before it is entered",
                     NeededInput(
                         "artifact",
-                        source.loop_id,
+                        loop_id,
                         "wr.loop_control artifact",
                         "no artifact with this loopId was sent",
                         f"loop '{loop.id}' ({config.type}, decided by artifact)",
                         {
                             "kind": LOOP_CONTROL_KIND,
-                            "loopId": source.loop_id,
+                            "loopId": loop_id,
                             "decision": "<continue or stop>",
                         },
                     ),

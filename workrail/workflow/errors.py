@@ -20,6 +20,7 @@ ProblemCode = Literal[
     "RESERVED_NAMESPACE",
     "UNKNOWN_CONTRACT",
     "INVALID_REGEX",
+    "MISSING_PROMPT",
 ]
 
 

@@ -150,11 +150,7 @@ def _to_problems(error: ValidationError) -> Iterator[Problem]:
         allowed = sorted(error.schema.get("properties", {}))
         for extra in sorted(set(error.instance) - set(allowed)):
             close = difflib.get_close_matches(extra, allowed, n=1)
-            fix = (
-                f"rename it to '{close[0]}'"
-                if close
-                else f"remove it (allowed here: {', '.join(allowed)})"
-            )
+            fix = f"rename it to '{close[0]}'" if close else f"remove it ({_allowed(allowed)})"
             yield Problem("SCHEMA_VIOLATION", f"{path}.{extra}", f"unknown property '{extra}'", fix)
         return
     if validator == "pattern" and isinstance(value, str):
@@ -170,6 +166,15 @@ def _to_problems(error: ValidationError) -> Iterator[Problem]:
         yield Problem("SCHEMA_VIOLATION", path, error.message, f"add the required property {name}")
         return
     yield Problem("SCHEMA_VIOLATION", path, _short(error.message), _schema_fix(validator, value))
+
+
+def _allowed(names: list[str], limit: int = 200) -> str:
+    """`allowed here: a, b, …` within `limit` characters (steps now have many properties)."""
+    text = "allowed here: " + ", ".join(names)
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(", ", 1)[0]
+    return f"{cut}, … (see docs/workflows.md)"
 
 
 def _short(message: str, limit: int = 200) -> str:
@@ -310,6 +315,7 @@ def _loop_config_problems(loop: Mapping[str, Any], path: str) -> Iterator[Proble
 def _step_problems(
     step: Mapping[str, Any], path: str, visible: frozenset[str]
 ) -> Iterator[Problem]:
+    yield from _prompt_problems(step, path)
     contract = step.get("outputContract")
     if isinstance(contract, dict):
         ref = contract.get("contractRef")
@@ -328,6 +334,28 @@ def _step_problems(
                     "or remove the reference",
                 )
     yield from _regex_problems(step.get("validationCriteria"), f"{path}.validationCriteria")
+
+
+def _prompt_problems(step: Mapping[str, Any], path: str) -> Iterator[Problem]:
+    """A standard step says what to do in exactly one way: `prompt`, `promptBlocks`, or a
+    `templateCall` that expands into steps which do."""
+    if step.get("type") == "parallel":
+        return
+    has_prompt, has_blocks = "prompt" in step, "promptBlocks" in step
+    if has_prompt and has_blocks:
+        yield Problem(
+            "MISSING_PROMPT",
+            f"{path}.promptBlocks",
+            "the step has both 'prompt' and 'promptBlocks'",
+            "keep one of them: move the prompt text into promptBlocks.goal, or drop promptBlocks",
+        )
+    elif not (has_prompt or has_blocks or "templateCall" in step):
+        yield Problem(
+            "MISSING_PROMPT",
+            path,
+            "the step has no 'prompt', 'promptBlocks' or 'templateCall'",
+            "add a 'prompt' text (or 'promptBlocks', or a 'templateCall' to a routine)",
+        )
 
 
 def _regex_problems(criteria: Any, path: str) -> Iterator[Problem]:

@@ -111,6 +111,7 @@ class StandardStep(_View):
     @property
     def is_parallel(self) -> bool:
         return self.type == "parallel"
+    prompt_fragments: Any = None
 
 
 class ArtifactContractSource(_View):
@@ -179,3 +180,4 @@ class WorkflowDefinition(_View):
     steps: Annotated[tuple[AnyStep, ...], Field(min_length=1)]
     function_definitions: tuple[FunctionDefinition, ...] = ()
     assessments: tuple[AssessmentDefinition, ...] = ()
+    placeholders: bool = True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -175,14 +176,15 @@ def test_the_fast_validator_agrees_with_jsonschema() -> None:
         assert schema_accepts(raw) is slow, path.name
         checked += 1
     variants = [current_language()]
-    for mutate in (
+    mutations: list[Callable[[dict[str, Any]], Any]] = [
         lambda d: d.update(extra=1),
         lambda d: d["steps"][0].update(prompt=""),
         lambda d: d["steps"][3]["loop"].pop("conditionSource"),
         lambda d: d["steps"][2].update(parallelDelegations=[]),
         lambda d: d.update(version="1.0"),
         lambda d: d["steps"][0]["promptBlocks"].update(goal=[{"kind": "ref"}]),
-    ):
+    ]
+    for mutate in mutations:
         raw = current_language()
         mutate(raw)
         variants.append(raw)

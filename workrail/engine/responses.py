@@ -23,6 +23,7 @@ from workrail.engine.loaded import CompiledCache, load_snapshot
 from workrail.store.ports import SessionLog
 from workrail.workflow.compiler import CompiledWorkflow
 from workrail.workflow.prompts import PendingPrompt, render_pending
+from workrail.workflow.retry import retry_artifacts
 
 CallStyle = Literal["v1", "continue"]
 """The protocol a continue_workflow call used: the reference's v1.4 fields (intent,
@@ -256,6 +257,8 @@ def advance_response(
         )
         response["continueToken"] = continue_token
     response["nextCall"] = step_call(style, state_token, call_ack, continue_token)
+    if isinstance(state, BlockedState) and instance is not None:
+        _with_retry_template(response, compiled.unwrap(), instance, state)
     if call_ack is None and not complete:
         # Nothing can be advanced from here: the state-only token is the way on.
         response["continueToken"] = state_token
@@ -265,6 +268,27 @@ def advance_response(
     if fork is not None:
         response["warnings"] = [fork]
     return Success(response)
+
+
+def _with_retry_template(
+    response: dict[str, Any], compiled: CompiledWorkflow, instance: StepInstance, state: BlockedState
+) -> None:
+    """A block caused by an artifact: nextCall carries ready artifacts to send (see
+    workflow.retry), and an assessment follow-up is also spelt out as `assessmentFollowup`."""
+    call = response.get("nextCall")
+    reason = state.blocked.reason
+    ref = getattr(reason, "contract_ref", None)
+    if isinstance(call, dict) and isinstance(ref, str):
+        templates = retry_artifacts(compiled, instance, ref)
+        if templates:
+            call["params"]["output"] = {"artifacts": templates}
+    for blocker in response.get("blockers", {}).get("blockers", []):
+        if blocker.get("code") == "ASSESSMENT_FOLLOWUP_REQUIRED":
+            response["assessmentFollowup"] = {
+                "title": blocker["message"],
+                "guidance": blocker.get("suggestedFix", ""),
+            }
+            break
 
 
 def _validation(log: SessionLog, state: BlockedState) -> dict[str, Any] | None:

@@ -242,14 +242,12 @@ def _assessed(
                 assessment_id=f.assessment_id, dimension_id=f.dimension_id
             ),
             message=_fit(
-                f"Assessment '{f.assessment_id}' reports '{f.dimension_id}' as '{f.level}': "
-                "this step stays pending until you follow up.",
+                f"Assessment '{f.assessment_id}' reports '{f.dimension_id}' as '{f.level}', "
+                "which needs a follow-up: do what suggestedFix says, assess again, then send "
+                "nextCall with the new assessment.",
                 MESSAGE_BUDGET,
             ),
-            suggested_fix=_fit(
-                f"{f.guidance} Then assess again and send nextCall with the new levels.",
-                FIX_BUDGET,
-            ),
+            suggested_fix=_fit(f.guidance, FIX_BUDGET),
         )
         for f in followups[:MAX_FOLLOWUP_BLOCKERS]
     )

@@ -21,7 +21,22 @@ ProblemCode = Literal[
     "UNKNOWN_CONTRACT",
     "INVALID_REGEX",
     "MISSING_PROMPT",
+    "EMPTY_PROMPT_BLOCKS",
+    "UNKNOWN_FEATURE",
+    "UNKNOWN_REF",
+    "UNKNOWN_BINDING",
+    "UNKNOWN_TEMPLATE",
+    "ROUTINE_CYCLE",
+    "ROUTINE_INVALID",
+    "TEMPLATE_ARG_MISSING",
+    "UNKNOWN_ASSESSMENT",
+    "UNKNOWN_ASSESSMENT_LEVEL",
+    # warnings: the file loads, but something deserves a look
+    "FUNCTION_NOT_DEFINED",
+    "JS_INCOMPATIBLE_REGEX",
+    "STALE_SPEC_VERSION",
 ]
+Severity = Literal["error", "warning"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,12 +47,18 @@ class Problem:
     path: str
     message: str
     fix: str
+    severity: Severity = "error"
+    """A warning does not stop the file from loading (`workrail validate` still shows it)."""
 
     def to_json(self) -> dict[str, str]:
-        return {"code": self.code, "path": self.path, "message": self.message, "fix": self.fix}
+        out = {"code": self.code, "path": self.path, "message": self.message, "fix": self.fix}
+        if self.severity == "warning":
+            out["severity"] = "warning"
+        return out
 
     def line(self) -> str:
-        return f"{self.path}: {self.message} — fix: {self.fix}"
+        prefix = "warning: " if self.severity == "warning" else ""
+        return f"{prefix}{self.path}: {self.message} — fix: {self.fix}"
 
 
 WorkflowErrorCode = Literal[

@@ -19,7 +19,10 @@ from workrail.core.canonical import CanonicalJsonError, canonical_bytes
 from workrail.core.wording import counted
 from workrail.workflow.contracts import KNOWN_CONTRACTS
 from workrail.workflow.errors import Problem
-from workrail.workflow.jsvalues import compile_js_regex
+from workrail.workflow.jsvalues import compile_js_regex, python_only_syntax
+from workrail.workflow.language import NEWEST_SPEC_VERSION
+from workrail.workflow.passes.templates import RoutineLibrary
+from workrail.workflow.pipeline import NO_ROUTINES, check_source
 from workrail.workflow.schema import workflow_validator
 
 RESERVED_NAMESPACE: Final = "wr"
@@ -64,14 +67,47 @@ def parse_workflow_json(text: str | bytes) -> Result[Any, Problem]:
         )
 
 
-def validate_workflow(raw: Any, *, bundled: bool = False) -> list[Problem]:
-    """All problems of a parsed workflow definition, schema ones first; empty = valid.
+def validate_workflow(
+    raw: Any,
+    *,
+    bundled: bool = False,
+    routines: RoutineLibrary = NO_ROUTINES,
+    routine: bool = False,
+) -> list[Problem]:
+    """All errors of a parsed workflow definition, schema ones first; empty = it loads.
 
-    `bundled` allows the reserved `wr.` namespace, which only shipped workflows may use.
+    `bundled` allows the reserved `wr.` namespace, which only shipped (and library)
+    workflows may use; `routines` are what its templateCalls may include; `routine` checks
+    it as a routine (its bindings belong to the workflows that call it).
     """
+    return [
+        p
+        for p in all_problems(raw, bundled=bundled, routines=routines, routine=routine)
+        if p.severity == "error"
+    ]
+
+
+def workflow_warnings(raw: Any, *, routines: RoutineLibrary = NO_ROUTINES) -> list[Problem]:
+    """What deserves a look although the file loads (`workrail validate` shows them)."""
+    return [
+        p for p in all_problems(raw, bundled=True, routines=routines) if p.severity == "warning"
+    ]
+
+
+def all_problems(
+    raw: Any,
+    *,
+    bundled: bool = False,
+    routines: RoutineLibrary = NO_ROUTINES,
+    routine: bool = False,
+) -> list[Problem]:
+    """Errors and warnings together, in document order."""
     problems = list(_schema_problems(raw))
     if isinstance(raw, dict):
         problems.extend(_semantic_problems(raw, bundled=bundled))
+        if not problems:
+            problems.extend(check_source(raw, routines, routine=routine))
+        problems.extend(_spec_version_hint(raw))
     problems.sort(key=lambda p: _path_key(p.path))
     try:
         canonical_bytes(raw)
@@ -85,6 +121,20 @@ def validate_workflow(raw: Any, *, bundled: bool = False) -> list[Problem]:
             )
         )
     return problems
+
+
+def _spec_version_hint(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    version = raw.get("validatedAgainstSpecVersion")
+    if isinstance(version, int) and not isinstance(version, bool):
+        if version < NEWEST_SPEC_VERSION:
+            yield Problem(
+                "STALE_SPEC_VERSION",
+                "$.validatedAgainstSpecVersion",
+                f"last checked against authoring rules v{version}; the newest known is "
+                f"v{NEWEST_SPEC_VERSION}",
+                "review the workflow against the current authoring rules, then raise the number",
+                "warning",
+            )
 
 
 # --- schema -------------------------------------------------------------------------------
@@ -327,11 +377,13 @@ def _step_problems(
         for k, ref in enumerate(refs):
             if isinstance(ref, str) and ref.removesuffix("()") not in names:
                 yield Problem(
-                    "UNKNOWN_FUNCTION_REFERENCE",
+                    "FUNCTION_NOT_DEFINED",
                     f"{path}.functionReferences[{k}]",
-                    f"function '{ref}' is not defined for this step",
-                    "add it to functionDefinitions (workflow, enclosing loop or step) "
-                    "or remove the reference",
+                    f"function '{ref}' is not in functionDefinitions, so the agent gets no "
+                    "definition for it",
+                    "add it to functionDefinitions (workflow, enclosing loop or step), or "
+                    "make sure the prompt or metaGuidance explains it",
+                    "warning",
                 )
     yield from _regex_problems(step.get("validationCriteria"), f"{path}.validationCriteria")
 
@@ -380,6 +432,17 @@ def _regex_problems(criteria: Any, path: str) -> Iterator[Problem]:
                     f"{path}.pattern",
                     f"regular expression /{pattern}/{flags} does not compile",
                     "fix the pattern (JavaScript syntax) and use only the flags d g i m s u v y",
+                )
+            elif python_only_syntax(pattern):
+                found = ", ".join(python_only_syntax(pattern))
+                yield Problem(
+                    "JS_INCOMPATIBLE_REGEX",
+                    f"{path}.pattern",
+                    f"/{pattern}/ uses {found}, which WorkRail for Python honours but "
+                    "JavaScript engines (WorkRail's own) reject",
+                    'for a file shared with WorkRail, use the flags field (e.g. "i") and '
+                    "(?<name>…) groups instead",
+                    "warning",
                 )
 
 

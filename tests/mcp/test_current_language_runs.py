@@ -22,7 +22,7 @@ from tests.scripted_agent import (
 )
 from workrail.workflow.contracts import CONTRACTS
 
-FIXTURES = Path(__file__).resolve().parent.parent / "workflow" / "fixtures" / "v3"
+FIXTURES = Path(__file__).resolve().parent.parent / "workflow" / "fixtures" / "v3" / "runtime"
 pytestmark = pytest.mark.anyio
 
 

@@ -17,7 +17,7 @@ from workrail.workflow.dialect import uses_current_language
 from workrail.workflow.requirements import LEGACY_RULES, evaluate_requirement
 from workrail.workflow.retry import retry_artifacts
 
-V3 = Path(__file__).parent / "fixtures" / "v3"
+V3 = Path(__file__).parent / "fixtures" / "v3" / "runtime"
 LOOP_CONTROL = {"contractRef": "wr.contracts.loop_control"}
 
 

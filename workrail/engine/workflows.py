@@ -10,6 +10,7 @@ from returns.result import Failure, Result, Success
 from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError, workflow_not_found
 from workrail.workflow.envelopes import preview_workflow
+from workrail.workflow.metadata import catalogue_fields, spec_version_hint
 
 
 def list_workflows(deps: EngineDeps) -> dict[str, Any]:
@@ -28,6 +29,7 @@ def list_workflows(deps: EngineDeps) -> dict[str, Any]:
                 "version": entry.version,
                 "kind": "workflow",
                 "workflowHash": preview_hash,
+                **(catalogue_fields(entry.definition) if entry.definition is not None else {}),
             }
         )
     return {"workflows": items}
@@ -41,11 +43,14 @@ def inspect_workflow(
         return Failure(workflow_not_found(workflow_id))
     preview = preview_workflow(entry.definition)
     compiled = preview.metadata() if mode == "metadata" else preview.to_json()
-    return Success(
-        {
-            "workflowId": entry.workflow_id,
-            "workflowHash": preview.workflow_hash(),
-            "mode": mode,
-            "compiled": compiled,
-        }
-    )
+    answer: dict[str, Any] = {
+        "workflowId": entry.workflow_id,
+        "workflowHash": preview.workflow_hash(),
+        "mode": mode,
+        "compiled": compiled,
+        **catalogue_fields(entry.definition),
+    }
+    hint = spec_version_hint(entry.definition)
+    if hint is not None:
+        answer["authoringSpec"] = hint
+    return Success(answer)

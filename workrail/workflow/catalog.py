@@ -255,7 +255,7 @@ def build_catalog(
     """Validate every found file and resolve ids by source precedence; routines first, so
     workflows can include them."""
     ordered = sorted(found, key=lambda f: (f.source.rank, f.path.name))
-    routines, bad_routines, routine_digest = _load_routines(
+    routines, bad_routines, routine_digest = load_routines(
         [f for f in ordered if f.role == "routine"], cache
     )
     valid: list[LoadedWorkflow] = []
@@ -287,8 +287,8 @@ def build_catalog(
     )
 
 
-def _load_routines(
-    files: list[FoundFile], cache: CompileCache | None
+def load_routines(
+    files: list[FoundFile], cache: CompileCache | None = None
 ) -> tuple[RoutineLibrary, list[InvalidWorkflow], str]:
     """Valid routines by template id (the first by precedence wins), the invalid ones, and
     a digest of what was found (part of every workflow's cache key)."""

@@ -95,6 +95,7 @@ class StandardStep(_View):
     output_contract: OutputContract | None = None
     function_definitions: tuple[FunctionDefinition, ...] = ()
     function_references: tuple[str, ...] = ()
+    prompt_fragments: Any = None
     notes_optional: bool = False
     assessment_refs: tuple[str, ...] = ()
     assessment_consequences: tuple[AssessmentConsequence, ...] = ()
@@ -179,3 +180,4 @@ class WorkflowDefinition(_View):
     steps: Annotated[tuple[AnyStep, ...], Field(min_length=1)]
     function_definitions: tuple[FunctionDefinition, ...] = ()
     assessments: tuple[AssessmentDefinition, ...] = ()
+    placeholders: bool = True

@@ -27,8 +27,10 @@ from workrail.workflow.interpreter import (
     DEFAULT_INDEX_VAR,
     DEFAULT_ITEM_VAR,
     DEFAULT_ITERATION_VAR,
+    projected_context,
 )
 from workrail.workflow.jsvalues import is_number, js_number_to_string, js_truthy
+from workrail.workflow.prompt_context import fill_placeholders, with_fragments
 
 MAX_REQUIREMENT_LINES: Final = 5
 RECOVERY_BUDGET_BYTES: Final = 12288
@@ -84,10 +86,10 @@ def render_pending(
         return PendingPrompt(
             instance.step_id, instance.step_id, f"Pending step: {instance.step_id}", False
         )
-    base = step.prompt or ("" if step.is_parallel else f"Pending step: {step.id}")
+    text = _contextual(compiled, step, instance, context or {})
     if step.is_parallel:
-        base = _parallel_section(step, context, lead=base)
-    prompt = base + _loop_section(compiled, instance, context)
+        text = _parallel_section(step, context, lead=text if step.prompt else "")
+    prompt = text + _loop_section(compiled, instance, context)
     prompt += _requirements_section(step.validation_criteria) + _contract_section(step)
     prompt += _assessment_section(compiled, step)
     gate = confirmation_required(step.require_confirmation, context)
@@ -159,6 +161,32 @@ APPROVAL_SECTION: Final = (
 
 
 # --- sections ------------------------------------------------------------------------------
+
+
+def _contextual(
+    compiled: CompiledWorkflow,
+    step: StandardStep,
+    instance: StepInstance,
+    context: Mapping[str, Any],
+) -> str:
+    """The step's own text: its prompt, the fragments whose `when` holds, and placeholders
+    filled from the context and the loop variables (unless the workflow turned them off)."""
+    prompt = with_fragments(step.prompt or f"Pending step: {step.id}", step.prompt_fragments, context)
+    if not compiled.definition.placeholders:
+        return prompt
+    return fill_placeholders(prompt, _loop_values(compiled, instance, context))
+
+
+def _loop_values(
+    compiled: CompiledWorkflow, instance: StepInstance, context: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The context with the loop variables of the step's loops, as the interpreter sets them."""
+    values: dict[str, Any] = dict(context)
+    for frame in instance.loop_path:
+        loop = compiled.loops.get(frame.loop_id)
+        if loop is not None:
+            values = dict(projected_context(loop, frame.iteration, values))
+    return values
 
 
 def _requirements_section(criteria: Any) -> str:

@@ -171,3 +171,15 @@ def test_templates_fill_the_first_level_and_prompt_lines_list_levels() -> None:
     lines = assessment_prompt_lines(step, DEFS)
     assert "Assessment 'readiness': Ready?" in lines
     assert "  style (optional): one of rough | tidy — Tidy" in lines
+
+
+def test_a_hostile_assessment_gives_a_bounded_list_of_issues() -> None:
+    from workrail.workflow.requirements import MAX_ISSUES, StepRules, evaluate_requirement
+
+    artifact = art(**{f"d{i}": "x" * 5000 for i in range(500)})
+    step = make_step(["readiness"])
+    requirement = evaluate_requirement(step, "notes", [artifact], None, StepRules(assessments=DEFS))
+    assert requirement.status == "invalid"
+    assert len(requirement.issues) == MAX_ISSUES + 1
+    assert requirement.issues[-1].startswith("… and ")
+    assert all(len(issue.encode()) <= 1024 for issue in requirement.issues)

@@ -182,7 +182,7 @@ def _contract_invalid(spec: ContractSpec, issues: tuple[str, ...]) -> Requiremen
     return Requirement(
         "invalid",
         spec.ref,
-        tuple(f"{spec.kind} {issue}" for issue in issues),
+        bounded(tuple(f"{spec.kind} {issue}" for issue in issues)),
         spec.prompt_lines,
         (blocker,),
     )
@@ -230,7 +230,11 @@ def _assessed(
             ),
         )
         return Requirement(
-            check.status, ASSESSMENT_CONTRACT, check.issues, check.suggestions, (blocker,)
+            check.status,
+            ASSESSMENT_CONTRACT,
+            bounded(check.issues),
+            bounded(check.suggestions),
+            (blocker,),
         )
     followups = triggered_followups(step, check.recorded)
     if not followups:
@@ -262,6 +266,18 @@ def _assessed(
         blockers,
         followups,
     )
+
+
+MAX_ISSUES: Final = 20
+
+
+def bounded(lines: tuple[str, ...]) -> tuple[str, ...]:
+    """At most MAX_ISSUES lines (each within the blocker budget), the rest counted: a
+    hostile artifact must not turn into a huge validation record."""
+    kept = tuple(_fit(line, FIX_BUDGET) for line in lines[:MAX_ISSUES])
+    if len(lines) <= MAX_ISSUES:
+        return kept
+    return (*kept, f"… and {len(lines) - MAX_ISSUES} more like these.")
 
 
 MESSAGE_BUDGET: Final = 512

@@ -180,6 +180,28 @@ async def test_assessments_block_with_templates_and_follow_ups(
     prompt = run.prompts["diagnose"][0]
     assert "**ASSESSMENT (System):**" in prompt and "evidence: one of low | high" in prompt
 
+    # The answer that completed the step says what was recorded, normalised levels noted.
+    after = next(
+        t.answer for t in run.turns if t.answer.get("pending", {}).get("stepId") == "decide"
+    )
+    (recorded,) = after["stepContext"]["assessments"]
+    assert recorded == {
+        "assessmentId": "readiness",
+        "dimensions": [
+            {"dimensionId": "evidence", "level": "high"},
+            {"dimensionId": "coverage", "level": "medium", "rationale": "docs left"},
+        ],
+        "normalizationNotes": ["'coverage': read 'Medium' as 'medium'."],
+    }
+    handoff = next(
+        t.answer for t in run.turns if t.answer.get("pending", {}).get("stepId") == "handoff"
+    )
+    assert [a["assessmentId"] for a in handoff["stepContext"]["assessments"]] == [
+        "readiness",
+        "risk",
+    ]
+    assert "stepContext" not in run.last  # the handoff step asks for no assessment
+
 
 # --- output contracts ----------------------------------------------------------------------
 

@@ -8,7 +8,12 @@ from typing import Any, Literal
 from returns.result import Failure, Result, Success
 
 from workrail.core.blockers import INVALID_OUTPUT_FIX, MISSING_OUTPUT_FIX
-from workrail.core.events import AdvanceRecorded, NodeCreated, ValidationPerformed
+from workrail.core.events import (
+    AdvanceRecorded,
+    ArtifactRefPayload,
+    NodeCreated,
+    ValidationPerformed,
+)
 from workrail.core.ids import next_attempt_id
 from workrail.core.snapshot import (
     BlockedState,
@@ -21,6 +26,7 @@ from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError, error
 from workrail.engine.loaded import CompiledCache, load_snapshot
 from workrail.store.ports import SessionLog
+from workrail.workflow.assessments import check_assessments, step_context
 from workrail.workflow.compiler import CompiledWorkflow
 from workrail.workflow.metadata import references_field
 from workrail.workflow.prompts import PendingPrompt, render_pending
@@ -266,10 +272,42 @@ def advance_response(
         response["continueToken"] = state_token
         response["nextIntent"] = "rehydrate_only"
         response["nextCall"] = rehydrate_call(state_token, style)
+    if not isinstance(state, BlockedState):
+        assessed = _assessed_step_context(deps, log, record, compiled.unwrap())
+        if assessed is not None:
+            response["stepContext"] = assessed
     fork = fork_warning(deps, log, record.node_id, target.node_id)
     if fork is not None:
         response["warnings"] = [fork]
     return Success(response)
+
+
+def _assessed_step_context(
+    deps: EngineDeps, log: SessionLog, record: AdvanceRecorded, compiled: CompiledWorkflow
+) -> dict[str, Any] | None:
+    """The assessments the advance recorded, read back from its artifact outputs (so a
+    replay answers the same), when the step it completed asks for assessments."""
+    if not compiled.assessments:
+        return None
+    source = log.index.nodes.get(record.node_id)
+    snapshot = None if source is None else load_snapshot(deps, source.data.snapshotRef)
+    if not isinstance(snapshot, ExecutionSnapshot):
+        return None
+    done = pending_instance(snapshot)
+    step = None if done is None else compiled.step(done.step_id)
+    if step is None or not step.assessment_refs:
+        return None
+    prefix = f"out_artifact_{record.data.attemptId}_"
+    sent: list[tuple[int, Any]] = []
+    for output in log.index.outputs.get(record.node_id, ()):
+        output_id = output.data.outputId
+        payload = output.data.payload
+        if output_id.startswith(prefix) and isinstance(payload, ArtifactRefPayload):
+            position = output_id.removeprefix(prefix)
+            sent.append((int(position) if position.isdigit() else 0, payload.content))
+    ordered = [content for _, content in sorted(sent, key=lambda pair: pair[0])]
+    check = check_assessments(step, compiled.assessments, ordered)
+    return step_context(check.recorded) if check.recorded else None
 
 
 def _with_retry_template(

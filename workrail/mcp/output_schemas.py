@@ -190,6 +190,12 @@ CONTINUE_OUTPUT = _object(
             "type": "object",
             "description": "Blocked only: {issues, suggestions} from the step's validation.",
         },
+        "stepContext": {
+            "type": "object",
+            "description": "After a step that asked for assessments: {assessments: "
+            "[{assessmentId, dimensions: [{dimensionId, level, rationale?}], "
+            "normalizationNotes}]}, the levels as recorded.",
+        },
         "assessmentFollowup": {
             "type": "object",
             "description": "Blocked by an assessment consequence only: {title, guidance}. "

@@ -443,3 +443,14 @@ def test_a_loop_with_a_condition_still_asks_for_its_decision() -> None:
     assert isinstance(result, Failure)
     assert result.failure().code == "LOOP_CONTROL_ARTIFACT_MISSING"
     assert result.failure().needs is not None and result.failure().needs.key == "the-loop"
+
+
+def test_entering_an_artifact_only_loop_ignores_a_stop_from_an_earlier_pass() -> None:
+    wf = _artifact_only_flow()
+    state = InterpreterState(CompletedKeys({"first"}))
+    stale = [_decision("stop")]  # e.g. the stop that ended this loop in an outer iteration
+    again = select_next(wf, state, {}, stale, fresh_from=len(stale)).unwrap()
+    assert again.state.pending is not None and again.state.pending.step_id == "pass"
+    # A stop sent with this very call (a step before the loop deciding to skip it) counts.
+    skipped = select_next(wf, state, {}, [*stale, _decision("stop")], fresh_from=1).unwrap()
+    assert skipped.state.pending is not None and skipped.state.pending.step_id == "done"

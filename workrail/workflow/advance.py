@@ -137,7 +137,8 @@ def _decide(
     validation = ValidationRecord(contract_ref=NO_CONTRACT, result=engine_result or VALID)
 
     def advanced(selection_state: InterpreterState) -> Result[AdvanceDecision, WorkflowError]:
-        return select_next(compiled, selection_state, request.context, history).map(
+        fresh = len(request.artifact_history)
+        return select_next(compiled, selection_state, request.context, history, fresh).map(
             lambda sel: Advanced(
                 snapshot=sel.snapshot(),
                 trace=tuple(budget_trace(list(sel.trace))),

@@ -293,3 +293,22 @@ def _submission_hint(ref: str, definition: AssessmentDefinition | None) -> str:
         return f"Send a wr.assessment artifact with assessmentId '{ref}'."
     dims = ", ".join(f"{d.id} ({' | '.join(d.levels)})" for d in definition.dimensions)
     return f"Send a wr.assessment artifact with assessmentId '{ref}' and a level for: {dims}."
+
+
+def step_context(recorded: Sequence[RecordedAssessment]) -> dict[str, Any]:
+    """`stepContext` of the answer that completed an assessed step: the levels as recorded
+    (canonical), with what was normalised, so the agent can report them exactly next time."""
+    return {
+        "assessments": [
+            {
+                "assessmentId": a.assessment_id,
+                "dimensions": [
+                    {"dimensionId": d.dimension_id, "level": d.level}
+                    | ({"rationale": d.rationale} if d.rationale else {})
+                    for d in a.dimensions
+                ],
+                "normalizationNotes": list(a.notes),
+            }
+            for a in recorded
+        ]
+    }

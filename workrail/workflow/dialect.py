@@ -72,6 +72,7 @@ V14_LOOP_CONFIG_KEYS: Final = frozenset(
 V14_CONDITION_KEYS: Final = frozenset(
     {"var", "equals", "not_equals", "gt", "gte", "lt", "lte", "and", "or", "not"}
 )
+V14_CONTRACT: Final = "wr.contracts.loop_control"
 _MAX_NODES: Final = 100_000
 
 
@@ -98,6 +99,9 @@ def _step_is_current(step: Any) -> bool:
             return True
     elif not set(step) <= V14_STEP_KEYS:
         return True
+    declared = step.get("outputContract")
+    if isinstance(declared, dict) and declared.get("contractRef") != V14_CONTRACT:
+        return True  # v1.4 knew loop control only
     if _confirmation_is_current(step.get("requireConfirmation")):
         return True
     return _condition_is_current(step.get("runCondition"))

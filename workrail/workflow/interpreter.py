@@ -128,12 +128,14 @@ def select_next(
     state: InterpreterState,
     context: Mapping[str, Any],
     artifacts: Sequence[Any] = (),
+    fresh_from: int | None = None,
 ) -> Result[Selection, WorkflowError]:
     """Choose the next step instance, or completion.
 
-    `artifacts` are all artifact values of the session in event order, this call's last.
+    `artifacts` are all artifact values of the session in event order, this call's last;
+    `fresh_from` is where this call's begin (None: unknown, all count as fresh).
     """
-    return _Selector(compiled, context, artifacts).run(state)
+    return _Selector(compiled, context, artifacts, fresh_from).run(state)
 
 
 def start(
@@ -179,11 +181,16 @@ class _Selector:
     """One selection run; accumulates the decision trace as it goes."""
 
     def __init__(
-        self, compiled: CompiledWorkflow, context: Mapping[str, Any], artifacts: Sequence[Any]
+        self,
+        compiled: CompiledWorkflow,
+        context: Mapping[str, Any],
+        artifacts: Sequence[Any],
+        fresh_from: int | None = None,
     ) -> None:
         self._wf = compiled
         self._context = context
         self._artifacts = artifacts
+        self._fresh: Sequence[Any] = artifacts if fresh_from is None else artifacts[fresh_from:]
         self._trace: list[DecisionTraceEntry] = []
         self._completed: CompletedKeys = _NO_KEYS
 
@@ -359,9 +366,14 @@ class _Selector:
             )
         if isinstance(source, ArtifactContractSource):
             loop_id = source.loop_id or loop.id
-            decision = self._loop_decision(loop_id)
-            if decision is None and loop.enters_without_decision:
-                decision = "continue"  # no decision yet: the loop runs (WorkRail ≥ 1.17.1)
+            if loop.enters_without_decision and iteration == 0:
+                # Entering: only a decision sent with this call counts, so a stop that ended
+                # an earlier pass of this loop (inside an outer loop) does not skip it now.
+                decision = self._loop_decision(loop_id, self._fresh)
+                if decision is None:
+                    decision = "continue"  # no decision yet: the loop runs (WorkRail ≥ 1.17.1)
+            else:
+                decision = self._loop_decision(loop_id)
             if decision is None:
                 return WorkflowError(
                     "LOOP_CONTROL_ARTIFACT_MISSING",
@@ -415,14 +427,14 @@ class _Selector:
         )
         return enter
 
-    def _loop_decision(self, loop_id: str) -> str | None:
+    def _loop_decision(self, loop_id: str, among: Sequence[Any] | None = None) -> str | None:
         """The newest valid loop-control decision for `loop_id`.
 
         Deviation (90-quirks A3): the reference uses the oldest matching artifact, so a
         later `stop` is never seen; newest-wins lets the agent actually end the loop and is
         identical whenever only one artifact exists.
         """
-        for artifact in reversed(self._artifacts):
+        for artifact in reversed(self._artifacts if among is None else among):
             if not is_loop_control(artifact):
                 continue
             parsed = parse_loop_control(artifact)

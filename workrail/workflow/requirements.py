@@ -182,7 +182,7 @@ def _contract_invalid(spec: ContractSpec, issues: tuple[str, ...]) -> Requiremen
     return Requirement(
         "invalid",
         spec.ref,
-        tuple(f"{spec.kind} {issue}" for issue in issues),
+        bounded(tuple(f"{spec.kind} {issue}" for issue in issues)),
         spec.prompt_lines,
         (blocker,),
     )
@@ -230,7 +230,11 @@ def _assessed(
             ),
         )
         return Requirement(
-            check.status, ASSESSMENT_CONTRACT, check.issues, check.suggestions, (blocker,)
+            check.status,
+            ASSESSMENT_CONTRACT,
+            bounded(check.issues),
+            bounded(check.suggestions),
+            (blocker,),
         )
     followups = triggered_followups(step, check.recorded)
     if not followups:
@@ -242,14 +246,12 @@ def _assessed(
                 assessment_id=f.assessment_id, dimension_id=f.dimension_id
             ),
             message=_fit(
-                f"Assessment '{f.assessment_id}' reports '{f.dimension_id}' as '{f.level}': "
-                "this step stays pending until you follow up.",
+                f"Assessment '{f.assessment_id}' reports '{f.dimension_id}' as '{f.level}', "
+                "which needs a follow-up: do what suggestedFix says, assess again, then send "
+                "nextCall with the new assessment.",
                 MESSAGE_BUDGET,
             ),
-            suggested_fix=_fit(
-                f"{f.guidance} Then assess again and send nextCall with the new levels.",
-                FIX_BUDGET,
-            ),
+            suggested_fix=_fit(f.guidance, FIX_BUDGET),
         )
         for f in followups[:MAX_FOLLOWUP_BLOCKERS]
     )
@@ -264,6 +266,18 @@ def _assessed(
         blockers,
         followups,
     )
+
+
+MAX_ISSUES: Final = 20
+
+
+def bounded(lines: tuple[str, ...]) -> tuple[str, ...]:
+    """At most MAX_ISSUES lines (each within the blocker budget), the rest counted: a
+    hostile artifact must not turn into a huge validation record."""
+    kept = tuple(_fit(line, FIX_BUDGET) for line in lines[:MAX_ISSUES])
+    if len(lines) <= MAX_ISSUES:
+        return kept
+    return (*kept, f"… and {len(lines) - MAX_ISSUES} more like these.")
 
 
 MESSAGE_BUDGET: Final = 512

@@ -1,0 +1,50 @@
+"""What a blocked answer's `nextCall` carries so an agent can comply from it alone: a ready
+artifact for every artifact the step requires, when an artifact caused the block.
+
+Pure and derived from the pinned workflow and the recorded block only, so a replayed
+answer carries the same template. v1.4 files keep the reference's bare `nextCall` for
+their loop-control blocks (their answers stay byte-identical).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from workrail.core.snapshot import StepInstance
+from workrail.workflow.assessments import ASSESSMENT_CONTRACT, assessment_templates
+from workrail.workflow.compiler import CompiledWorkflow
+from workrail.workflow.contracts import LOOP_CONTROL_CONTRACT, contract
+from workrail.workflow.definition import ArtifactContractSource
+
+
+def retry_artifacts(
+    compiled: CompiledWorkflow, instance: StepInstance, blocked_ref: str
+) -> list[dict[str, Any]]:
+    """Templates for the step's contract and assessments, or none when the block was not
+    caused by one of them (notes, validation criteria, an unknown contract)."""
+    step = compiled.step(instance.step_id)
+    if step is None:
+        return []
+    declared = step.contract
+    spec = contract(declared.contract_ref) if declared is not None else None
+    caused = blocked_ref == ASSESSMENT_CONTRACT or (spec is not None and spec.ref == blocked_ref)
+    if not caused or (blocked_ref == LOOP_CONTROL_CONTRACT and not compiled.current_language):
+        return []
+    templates: list[dict[str, Any]] = []
+    if spec is not None and (spec.ref != LOOP_CONTROL_CONTRACT or compiled.current_language):
+        templates.append(spec.template(_deciding_loop(compiled, instance)))
+    templates.extend(assessment_templates(step, compiled.assessments))
+    return templates
+
+
+def _deciding_loop(compiled: CompiledWorkflow, instance: StepInstance) -> str | None:
+    """The loop id the step's loop-control decision is for: its innermost loop's."""
+    for frame in reversed(instance.loop_path):
+        loop = compiled.loops.get(frame.loop_id)
+        if loop is None:
+            continue
+        source = loop.condition_source
+        if isinstance(source, ArtifactContractSource):
+            return source.loop_id or loop.id
+        return loop.id
+    return None

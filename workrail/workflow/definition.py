@@ -95,22 +95,6 @@ class StandardStep(_View):
     output_contract: OutputContract | None = None
     function_definitions: tuple[FunctionDefinition, ...] = ()
     function_references: tuple[str, ...] = ()
-    notes_optional: bool = False
-    assessment_refs: tuple[str, ...] = ()
-    assessment_consequences: tuple[AssessmentConsequence, ...] = ()
-    parallel_delegations: tuple[ParallelDelegation, ...] = ()
-    synthesis: Synthesis | None = None
-
-    @property
-    def contract(self) -> OutputContract | None:
-        """The contract the step's output must meet (a parallel step's is its synthesis')."""
-        if self.output_contract is not None or self.synthesis is None:
-            return self.output_contract
-        return self.synthesis.output_contract
-
-    @property
-    def is_parallel(self) -> bool:
-        return self.type == "parallel"
     prompt_fragments: Any = None
     notes_optional: bool = False
     assessment_refs: tuple[str, ...] = ()

@@ -102,3 +102,12 @@ async def test_a_session_on_a_former_workflow_keeps_its_pinned_definition(
         params["context"] = {"planSlices": ["parser"]}
         moved = await _call(after, "continue_workflow", params)
         assert moved["pending"]["stepId"] == "implement-slice"
+
+
+async def test_a_former_id_still_names_a_prompt(tmp_path: Path) -> None:
+    async with workrail_client(tmp_path, include_bundled=True) as client:
+        listed = {p.name for p in (await client.list_prompts()).prompts}
+        assert "wr.coding-task" in listed and "coding-task" not in listed
+        prompt = await client.get_prompt("coding-task", {"goal": "add --json"})
+        text = prompt.messages[0].content.text  # type: ignore[union-attr]
+        assert '{"workflowId": "wr.coding-task", "context": {"goal": "add --json"}}' in text

@@ -194,7 +194,7 @@ CONSTRUCTS: Final[tuple[Construct, ...]] = (
     Construct("parallel", "parallel steps (parallelDelegations)", V3, _parallel),
     Construct(
         "gateKinds",
-        "requireConfirmation {kind: human_approval | coordinator_eval}",
+        "requireConfirmation {kind: human_approval or coordinator_eval}",
         V3,
         _step(_gate_object),
     ),

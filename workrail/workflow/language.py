@@ -61,7 +61,7 @@ def _uses_condition_op(op: str) -> Callable[[JsonObject], bool]:
     def check(d: JsonObject) -> bool:
         for s in d.get("steps") or ():
             for c in _conditions(s):
-                if op in c and ("var" in c or op == "kind"):
+                if op in c and "var" in c:
                     return True
         return False
 

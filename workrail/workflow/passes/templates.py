@@ -32,8 +32,11 @@ RoutineLibrary = Mapping[str, JsonObject]
 
 
 def routine_template_id(routine_id: str) -> str:
-    """`routine-tension-driven-design` → `wr.templates.routine.tension-driven-design`."""
-    return ROUTINE_PREFIX + routine_id.removeprefix("routine-")
+    """`routine-tension-driven-design` and `wr.routine-design-review` →
+    `wr.templates.routine.tension-driven-design`, `wr.templates.routine.design-review`: the
+    namespace and the `routine-` prefix are not part of the template name."""
+    name = routine_id.split(".", 1)[1] if "." in routine_id else routine_id
+    return ROUTINE_PREFIX + name.removeprefix("routine-")
 
 
 @dataclass(frozen=True, slots=True)

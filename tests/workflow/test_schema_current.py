@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -149,3 +150,44 @@ def test_a_metrics_profile_outside_the_set_is_rejected() -> None:
     raw = current_language()
     raw["metricsProfile"] = "sales"
     assert ("SCHEMA_VIOLATION", "$.metricsProfile") in schema_problems(raw)
+
+
+def test_the_fast_validator_agrees_with_jsonschema() -> None:
+    """The catalogue trusts jsonschema-rs's "valid"; it must never accept what jsonschema
+    rejects (nor the other way round) on any file the suite holds."""
+    import json
+    from pathlib import Path
+
+    from workrail.workflow.schema import schema_accepts, workflow_validator
+
+    tests = Path(__file__).resolve().parents[1]
+    files = [
+        *(tests / "fixtures" / "broken_workflows").glob("*.json"),
+        *(tests / "workflow" / "fixtures" / "v3").rglob("*.json"),
+        *(tests.parent / "workflows").glob("*.json"),
+    ]
+    checked = 0
+    for path in files:
+        try:
+            raw = json.loads(path.read_text())
+        except ValueError:
+            continue
+        slow = workflow_validator().is_valid(raw)
+        assert schema_accepts(raw) is slow, path.name
+        checked += 1
+    variants = [current_language()]
+    mutations: list[Callable[[dict[str, Any]], Any]] = [
+        lambda d: d.update(extra=1),
+        lambda d: d["steps"][0].update(prompt=""),
+        lambda d: d["steps"][3]["loop"].pop("conditionSource"),
+        lambda d: d["steps"][2].update(parallelDelegations=[]),
+        lambda d: d.update(version="1.0"),
+        lambda d: d["steps"][0]["promptBlocks"].update(goal=[{"kind": "ref"}]),
+    ]
+    for mutate in mutations:
+        raw = current_language()
+        mutate(raw)
+        variants.append(raw)
+    for raw in variants:
+        assert schema_accepts(raw) is workflow_validator().is_valid(raw)
+    assert checked > 20

@@ -23,7 +23,7 @@ from workrail.workflow.jsvalues import compile_js_regex, python_only_syntax
 from workrail.workflow.language import NEWEST_SPEC_VERSION
 from workrail.workflow.passes.templates import RoutineLibrary
 from workrail.workflow.pipeline import NO_ROUTINES, check_source
-from workrail.workflow.schema import workflow_validator
+from workrail.workflow.schema import schema_accepts, workflow_validator
 
 RESERVED_NAMESPACE: Final = "wr"
 _SAFE_ID_RE: Final = re.compile(r"[a-z0-9_-]+")
@@ -141,6 +141,8 @@ def _spec_version_hint(raw: Mapping[str, Any]) -> Iterator[Problem]:
 
 
 def _schema_problems(raw: Any) -> Iterator[Problem]:
+    if schema_accepts(raw) is True:
+        return
     errors = sorted(workflow_validator().iter_errors(raw), key=lambda e: list(e.absolute_path))
     for error in errors:
         for leaf in _resolve_branches(error):

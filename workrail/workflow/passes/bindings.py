@@ -12,6 +12,7 @@ from workrail.workflow.errors import Problem
 from workrail.workflow.passes.steps import JsonObject, iter_steps, map_steps
 
 BINDING_RE: Final = re.compile(r"\{\{\s*wr\.bindings\.([A-Za-z0-9_-]+)\s*\}\}")
+_TOKEN: Final = "wr.bindings."
 
 
 def slot_values(definition: JsonObject, overrides: Mapping[str, str]) -> dict[str, str]:
@@ -50,6 +51,8 @@ def unknown_bindings(definition: JsonObject) -> Iterator[Problem]:
     declared = slot_values(definition, {})
     for path, step in iter_steps(definition):
         for where, text in _texts(step, path):
+            if _TOKEN not in text:
+                continue
             for match in BINDING_RE.finditer(text):
                 if match.group(1) not in declared:
                     fix = (
@@ -77,8 +80,9 @@ def resolve_bindings(
         return BINDING_RE.sub(lambda m: values.get(m.group(1), m.group(0)), text)
 
     def step_fn(step: JsonObject) -> list[JsonObject]:
-        new = _map_texts(step, sub)
-        return [new]
+        if not any(_TOKEN in text for _, text in _texts(step, "")):
+            return [step]
+        return [_map_texts(step, sub)]
 
     return map_steps(definition, step_fn)
 

@@ -18,10 +18,15 @@ from workrail.workflow.definition import ArtifactContractSource
 
 
 def retry_artifacts(
-    compiled: CompiledWorkflow, instance: StepInstance, blocked_ref: str
+    compiled: CompiledWorkflow,
+    instance: StepInstance,
+    blocked_ref: str,
+    *,
+    after_followup: bool = False,
 ) -> list[dict[str, Any]]:
     """Templates for the step's contract and assessments, or none when the block was not
-    caused by one of them (notes, validation criteria, an unknown contract)."""
+    caused by one of them (notes, validation criteria, an unknown contract).
+    `after_followup`: an assessment consequence blocked (see assessment_templates)."""
     step = compiled.step(instance.step_id)
     if step is None:
         return []
@@ -33,7 +38,9 @@ def retry_artifacts(
     templates: list[dict[str, Any]] = []
     if spec is not None and (spec.ref != LOOP_CONTROL_CONTRACT or compiled.current_language):
         templates.append(spec.template(_deciding_loop(compiled, instance)))
-    templates.extend(assessment_templates(step, compiled.assessments))
+    templates.extend(
+        assessment_templates(step, compiled.assessments, after_followup=after_followup)
+    )
     return templates
 
 

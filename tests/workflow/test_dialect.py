@@ -160,3 +160,18 @@ def test_current_loop_control_blocks_carry_the_loop_s_template() -> None:
     ]
     # A block for something else (notes) carries no artifact template.
     assert retry_artifacts(wf, inside, "wr.notes") == []
+
+
+def test_a_decision_before_a_loop_is_templated_for_the_next_artifact_loop() -> None:
+    source = {"kind": "artifact_contract", "contractRef": "wr.contracts.loop_control"}
+    wf = compiled(
+        make_workflow(
+            [
+                step("init", outputContract=LOOP_CONTROL),
+                {**loop([step("two")], conditionSource={**source, "loopId": "named"})},
+            ]
+        )
+    )
+    assert retry_artifacts(wf, StepInstance(step_id="init"), "wr.contracts.loop_control") == [
+        {"kind": "wr.loop_control", "loopId": "named", "decision": "continue"}
+    ]

@@ -45,7 +45,9 @@ def retry_artifacts(
 
 
 def _deciding_loop(compiled: CompiledWorkflow, instance: StepInstance) -> str | None:
-    """The loop id the step's loop-control decision is for: its innermost loop's."""
+    """The loop id the step's loop-control decision is for: its innermost loop's; for a
+    step outside any loop (one that decides whether a loop is entered), the next loop
+    decided by artifacts, else the first one."""
     for frame in reversed(instance.loop_path):
         loop = compiled.loops.get(frame.loop_id)
         if loop is None:
@@ -54,4 +56,18 @@ def _deciding_loop(compiled: CompiledWorkflow, instance: StepInstance) -> str | 
         if isinstance(source, ArtifactContractSource):
             return source.loop_id or loop.id
         return loop.id
-    return None
+    decided = [
+        (i, source.loop_id or loop_id)
+        for i, loop_id in enumerate(compiled.selectable_ids)
+        if (loop := compiled.loops.get(loop_id)) is not None
+        and isinstance(source := loop.condition_source, ArtifactContractSource)
+    ]
+    position = (
+        compiled.selectable_ids.index(instance.step_id)
+        if instance.step_id in compiled.selectable_ids
+        else -1
+    )
+    candidates = [loop_id for i, loop_id in decided if i > position] or [
+        loop_id for _, loop_id in decided
+    ]
+    return candidates[0] if candidates else None

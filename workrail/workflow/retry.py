@@ -24,24 +24,23 @@ def retry_artifacts(
     *,
     after_followup: bool = False,
 ) -> list[dict[str, Any]]:
-    """Templates for the step's contract and assessments, or none when the block was not
-    caused by one of them (notes, validation criteria, an unknown contract).
+    """Ready artifacts for what caused the block: the contract's template, or one
+    assessment per referenced assessment; none when something else blocked (notes,
+    validation criteria, an unknown contract). Only the cause is templated, so a template
+    never stands in for an artifact of the agent's that already passed.
     `after_followup`: an assessment consequence blocked (see assessment_templates)."""
     step = compiled.step(instance.step_id)
     if step is None:
         return []
+    if blocked_ref == ASSESSMENT_CONTRACT:
+        return assessment_templates(step, compiled.assessments, after_followup=after_followup)
     declared = step.contract
     spec = contract(declared.contract_ref) if declared is not None else None
-    caused = blocked_ref == ASSESSMENT_CONTRACT or (spec is not None and spec.ref == blocked_ref)
-    if not caused or (blocked_ref == LOOP_CONTROL_CONTRACT and not compiled.current_language):
+    if spec is None or spec.ref != blocked_ref:
         return []
-    templates: list[dict[str, Any]] = []
-    if spec is not None and (spec.ref != LOOP_CONTROL_CONTRACT or compiled.current_language):
-        templates.append(spec.template(_deciding_loop(compiled, instance)))
-    templates.extend(
-        assessment_templates(step, compiled.assessments, after_followup=after_followup)
-    )
-    return templates
+    if spec.ref == LOOP_CONTROL_CONTRACT and not compiled.current_language:
+        return []
+    return [spec.template(_deciding_loop(compiled, instance))]
 
 
 def _deciding_loop(compiled: CompiledWorkflow, instance: StepInstance) -> str | None:

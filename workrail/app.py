@@ -41,6 +41,7 @@ def _entry(wf: LoadedWorkflow) -> CatalogEntry:
         name=str(d.get("name", "")),
         description=str(d.get("description", "")),
         version=str(d.get("version", "")),
+        source_definition=wf.source_definition,
     )
 
 

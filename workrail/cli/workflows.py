@@ -191,6 +191,10 @@ def run_list(
         out.write(f"{label:32} {'INVALID':10} {bad.source.origin:8} {bad.path}\n")
         for p in bad.problems:
             out.write(f"    {p.line()}\n")
+    for bad in catalog.invalid_routines:
+        out.write(f"{'(routine)':32} {'INVALID':10} {bad.source.origin:8} {bad.path}\n")
+        for p in bad.problems:
+            out.write(f"    {p.line()}\n")
     for sh in catalog.shadowed:
         if sh.workflow.source.origin == "bundled" and sh.winner.source.origin == "library":
             out.write(
@@ -241,6 +245,11 @@ def _catalog_json(catalog: Catalog) -> dict[str, Any]:
                 and sh.winner.source.origin == "library",
             }
             for sh in catalog.shadowed
+        ],
+        "routines": sorted(catalog.routines),
+        "invalidRoutines": [
+            {"path": str(bad.path), "problems": [p.to_json() for p in bad.problems]}
+            for bad in catalog.invalid_routines
         ],
         "warnings": list(catalog.warnings),
     }

@@ -17,6 +17,8 @@ class CatalogEntry:
     name: str = ""
     description: str = ""
     version: str = ""
+    source_definition: dict[str, Any] | None = None
+    """The file as written, when compiling changed it (`definition` is what runs pin)."""
 
     @property
     def valid(self) -> bool:

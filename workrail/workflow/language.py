@@ -61,7 +61,7 @@ def _uses_condition_op(op: str) -> Callable[[JsonObject], bool]:
     def check(d: JsonObject) -> bool:
         for s in d.get("steps") or ():
             for c in _conditions(s):
-                if op in c and ("var" in c or op == "kind"):
+                if op in c and "var" in c:
                     return True
         return False
 
@@ -194,7 +194,7 @@ CONSTRUCTS: Final[tuple[Construct, ...]] = (
     Construct("parallel", "parallel steps (parallelDelegations)", V3, _parallel),
     Construct(
         "gateKinds",
-        "requireConfirmation {kind: human_approval | coordinator_eval}",
+        "requireConfirmation {kind: human_approval or coordinator_eval}",
         V3,
         _step(_gate_object),
     ),

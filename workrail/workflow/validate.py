@@ -56,6 +56,15 @@ def parse_workflow_json(text: str | bytes) -> Result[Any, Problem]:
         return Success(json.loads(text))
     except UnicodeDecodeError as exc:
         return Failure(Problem("INVALID_JSON", "$", f"not UTF-8: {exc.reason}", "save as UTF-8"))
+    except RecursionError:
+        return Failure(
+            Problem(
+                "INVALID_JSON",
+                "$",
+                "the JSON is nested too deeply to read",
+                "flatten the structure (no real workflow nests more than a few dozen levels)",
+            )
+        )
     except json.JSONDecodeError as exc:
         return Failure(
             Problem(

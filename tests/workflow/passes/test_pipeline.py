@@ -248,3 +248,25 @@ def test_an_assessment_level_outside_its_dimension() -> None:
     assert "low, high" in found[0].fix or "high, low" in found[0].fix
     raw["steps"][0]["assessmentRefs"] = ["qualty"]
     assert ("UNKNOWN_ASSESSMENT", "$.steps[0].assessmentRefs[0]") in problems(raw)
+
+
+def test_hostile_nesting_is_a_problem_not_a_crash() -> None:
+    from pathlib import Path
+
+    from workrail.workflow.catalog import FoundFile, InvalidWorkflow, WorkflowSource, load_file
+
+    depth = 5000
+    text = (
+        '{"id":"deep","name":"d","description":"d","version":"1.0.0","steps":[{"id":"one",'
+        '"title":"t","prompt":"p","runCondition":'
+        + '{"not":' * depth
+        + '{"var":"x"}'
+        + "}" * depth
+        + "}]}"
+    )
+    found = load_file(FoundFile(WorkflowSource("custom", Path(".")), Path("x.json"), text.encode()))
+    assert isinstance(found, InvalidWorkflow)
+    assert [p.code for p in found.problems] == ["INVALID_JSON"]
+    parts = [{"kind": "text", "text": "a"}] * 20000
+    wide = workflow({"id": "one", "title": "One", "promptBlocks": {"goal": parts}})
+    assert compiled(wide)["steps"][0]["prompt"].endswith("a" * 20000)

@@ -167,16 +167,26 @@ async def test_assessments_block_with_templates_and_follow_ups(
         "Anchor every finding to a file and a line."
     )
     assert followup["retryable"] is True and "retryAckToken" in followup
+    # After a follow-up, the template's levels are the first that trigger no consequence.
+    assert sent_artifacts(followup) == [assessment("readiness", evidence="high", coverage="medium")]
 
     assert codes(invalid) == ["INVALID_REQUIRED_OUTPUT"]
     issues = " ".join(invalid["validation"]["issues"])
     assert "'maybe' is not a level of 'coverage'" in issues
     assert "No assessment artifact reports 'risk'" in issues
-    assert [a["assessmentId"] for a in sent_artifacts(invalid)] == ["readiness", "risk"]
+    assert sent_artifacts(invalid) == [
+        assessment("readiness", evidence="low", coverage="low"),
+        assessment("risk", blast="small"),
+    ]
 
     # "LARGE" is read as the canonical "large", which the risk consequence is scoped to.
     assert codes(risky) == ["ASSESSMENT_FOLLOWUP_REQUIRED"]
     assert risky["blockers"]["blockers"][0]["pointer"]["assessmentId"] == "risk"
+    # The risk consequence is scoped: readiness keeps its first levels, risk avoids "large".
+    assert sent_artifacts(risky) == [
+        assessment("readiness", evidence="low", coverage="low"),
+        assessment("risk", blast="small"),
+    ]
     prompt = run.prompts["diagnose"][0]
     assert "**ASSESSMENT (System):**" in prompt and "evidence: one of low | high" in prompt
 

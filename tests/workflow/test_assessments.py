@@ -183,3 +183,13 @@ def test_a_hostile_assessment_gives_a_bounded_list_of_issues() -> None:
     assert len(requirement.issues) == MAX_ISSUES + 1
     assert requirement.issues[-1].startswith("… and ")
     assert all(len(issue.encode()) <= 1024 for issue in requirement.issues)
+
+
+def test_after_a_follow_up_templates_avoid_the_levels_that_trigger_it() -> None:
+    step = make_step(["readiness", "risk"], [followup("low"), followup("large", "risk")])
+    templates = assessment_templates(step, DEFS, after_followup=True)
+    assert [t["dimensions"] for t in templates] == [
+        {"evidence": "high", "coverage": "medium", "style": "rough"},
+        {"blast": "low"},  # every level of blast triggers one: the first stays
+    ]
+    assert assessment_templates(step, DEFS)[0]["dimensions"]["evidence"] == "low"

@@ -160,3 +160,45 @@ def test_current_loop_control_blocks_carry_the_loop_s_template() -> None:
     ]
     # A block for something else (notes) carries no artifact template.
     assert retry_artifacts(wf, inside, "wr.notes") == []
+
+
+def test_a_decision_before_a_loop_is_templated_for_the_next_artifact_loop() -> None:
+    source = {"kind": "artifact_contract", "contractRef": "wr.contracts.loop_control"}
+    wf = compiled(
+        make_workflow(
+            [
+                step("init", outputContract=LOOP_CONTROL),
+                {**loop([step("two")], conditionSource={**source, "loopId": "named"})},
+            ]
+        )
+    )
+    assert retry_artifacts(wf, StepInstance(step_id="init"), "wr.contracts.loop_control") == [
+        {"kind": "wr.loop_control", "loopId": "named", "decision": "continue"}
+    ]
+
+
+def test_only_the_cause_of_a_block_is_templated() -> None:
+    wf = compiled(
+        make_workflow(
+            [
+                step(
+                    "judge",
+                    outputContract={"contractRef": "wr.contracts.gate_verdict"},
+                    assessmentRefs=["risk"],
+                )
+            ],
+            assessments=[
+                {
+                    "id": "risk",
+                    "purpose": "Risk",
+                    "dimensions": [{"id": "blast", "purpose": "Reach", "levels": ["low", "high"]}],
+                }
+            ],
+        )
+    )
+    here = StepInstance(step_id="judge")
+    (verdict,) = retry_artifacts(wf, here, "wr.contracts.gate_verdict")
+    assert verdict["kind"] == "wr.gate_verdict"
+    (risk,) = retry_artifacts(wf, here, "wr.contracts.assessment")
+    assert risk == {"kind": "wr.assessment", "assessmentId": "risk", "dimensions": {"blast": "low"}}
+    assert retry_artifacts(wf, here, "wr.contracts.review_verdict") == []

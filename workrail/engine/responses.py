@@ -318,17 +318,20 @@ def _with_retry_template(
     call = response.get("nextCall")
     reason = state.blocked.reason
     ref = getattr(reason, "contract_ref", None)
+    followups = [
+        b
+        for b in response.get("blockers", {}).get("blockers", [])
+        if b.get("code") == "ASSESSMENT_FOLLOWUP_REQUIRED"
+    ]
     if isinstance(call, dict) and isinstance(ref, str):
-        templates = retry_artifacts(compiled, instance, ref)
+        templates = retry_artifacts(compiled, instance, ref, after_followup=bool(followups))
         if templates:
             call["params"]["output"] = {"artifacts": templates}
-    for blocker in response.get("blockers", {}).get("blockers", []):
-        if blocker.get("code") == "ASSESSMENT_FOLLOWUP_REQUIRED":
-            response["assessmentFollowup"] = {
-                "title": blocker["message"],
-                "guidance": blocker.get("suggestedFix", ""),
-            }
-            break
+    if followups:
+        response["assessmentFollowup"] = {
+            "title": followups[0]["message"],
+            "guidance": followups[0].get("suggestedFix", ""),
+        }
 
 
 def _validation(log: SessionLog, state: BlockedState) -> dict[str, Any] | None:

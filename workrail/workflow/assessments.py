@@ -247,22 +247,38 @@ def triggered_followups(
 
 
 def assessment_templates(
-    step: StandardStep, definitions: Mapping[str, AssessmentDefinition]
+    step: StandardStep,
+    definitions: Mapping[str, AssessmentDefinition],
+    *,
+    after_followup: bool = False,
 ) -> list[dict[str, Any]]:
-    """One ready artifact per referenced assessment, each dimension at its first level."""
+    """One ready artifact per referenced assessment, each dimension at its first level.
+
+    After a follow-up, each dimension is at its first level that triggers none of the
+    step's consequences (when there is one): the shape of the assessment that lets the
+    step complete once the follow-up is done, not the one that just blocked it again.
+    """
     templates: list[dict[str, Any]] = []
     for ref in step.assessment_refs:
         definition = definitions.get(ref)
         if definition is None:
             continue
-        templates.append(
-            {
-                "kind": ASSESSMENT_KIND,
-                "assessmentId": ref,
-                "dimensions": {d.id: d.levels[0] for d in definition.dimensions if d.levels},
-            }
-        )
+        triggers = _trigger_levels(step, ref) if after_followup else frozenset()
+        dimensions = {
+            d.id: next((lv for lv in d.levels if lv not in triggers), d.levels[0])
+            for d in definition.dimensions
+            if d.levels
+        }
+        templates.append({"kind": ASSESSMENT_KIND, "assessmentId": ref, "dimensions": dimensions})
     return templates
+
+
+def _trigger_levels(step: StandardStep, assessment_id: str) -> frozenset[str]:
+    return frozenset(
+        c.when.any_equals_level
+        for c in step.assessment_consequences
+        if c.effect.kind == "require_followup" and c.when.for_assessment in (None, assessment_id)
+    )
 
 
 def assessment_prompt_lines(

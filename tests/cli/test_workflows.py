@@ -78,3 +78,20 @@ def test_workflows_list_and_show(project: dict[str, str]) -> None:
     assert code == 0 and "loop forEach" in text
     code, text = run("workflows", "show", "nope", env=project)
     assert code == 1 and "Workflow not found: nope" in text
+
+
+def test_workflows_show_of_an_invalid_file_is_workflow_invalid(
+    project: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same code start_workflow answers, with the file and its problems."""
+    workflow_id = json.loads((CORPUS / "empty-steps.json").read_text())["id"]
+    code, text = run("workflows", "show", workflow_id, env=project)
+    err = capsys.readouterr().err
+    assert code == 1 and err.startswith("WORKFLOW_INVALID: ") and "bad.json" in err
+    assert "Workflow not found" not in text + err
+    assert "invalid definition at" in text and "$" in text
+    code, text = run("--json", "workflows", "show", workflow_id, env=project)
+    found = json.loads(text)["error"]
+    assert code == 1 and found["code"] == "WORKFLOW_INVALID"
+    assert found["details"]["details"]["path"].endswith("bad.json")
+    assert found["details"]["details"]["problems"]

@@ -13,7 +13,7 @@ from mcp import Client
 from returns.result import Success
 
 from tests.engine.conftest import make_engine
-from tests.mcp.conftest import advance_args, body, fail, ok
+from tests.mcp.conftest import advance_args, error_body, fail, ok
 from workrail.engine.api import Engine
 from workrail.mcp import build_server
 from workrail.mcp.validation import (
@@ -446,6 +446,8 @@ async def test_unknown_tool_is_a_plain_error(client: Client) -> None:
     assert result.content[0].text == "Unknown tool: delete_session"  # type: ignore[union-attr]
 
 
-async def test_error_text_and_structured_content_agree(client: Client) -> None:
+async def test_errors_are_json_text_without_structured_content(client: Client) -> None:
+    """Structured content is what the outputSchema describes (success answers): a client
+    that checks it, as the TypeScript SDK does, would refuse an envelope there."""
     result = await client.call_tool("inspect_workflow", {"workflowId": "nope"})
-    assert body(result)["code"] == "NOT_FOUND"
+    assert error_body(result)["code"] == "NOT_FOUND"

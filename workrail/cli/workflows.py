@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
 from returns.result import Failure
 
 from workrail.core.wording import counted
+from workrail.engine.errors import workflow_invalid
 from workrail.workflow.catalog import (
     Catalog,
     InvalidWorkflow,
@@ -50,7 +52,9 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     show.add_argument("workflow_id", metavar="ID")
     show.add_argument("--compiled", action="store_true", help="print the pinned envelope")
     show.set_defaults(
-        handler=lambda cli: run_show(cli.args, cli.out, cli.config.discovery, cli.as_json)
+        handler=lambda cli: run_show(
+            cli.args, cli.out, cli.config.discovery, cli.as_json, report=cli.fail
+        )
     )
 
 
@@ -197,20 +201,31 @@ def _source_json(origin: str, kind: str, ref: str) -> dict[str, str]:
 
 
 def run_show(
-    args: argparse.Namespace, out: TextIO, config: DiscoveryConfig, as_json: bool
+    args: argparse.Namespace,
+    out: TextIO,
+    config: DiscoveryConfig,
+    as_json: bool,
+    report: Callable[[dict[str, Any]], int] | None = None,
 ) -> int:
+    """`report` writes an error envelope (Cli.fail): an invalid workflow is answered with
+    the WORKFLOW_INVALID envelope start_workflow sends, then each file's problems."""
     catalog = discover(config)
     resolved = catalog.resolve(args.workflow_id)
     if isinstance(resolved, Failure):
-        not_found = resolved.failure()
         invalid = [b for b in catalog.invalid if b.workflow_id == args.workflow_id]
-        out.write(f"{not_found.message}\n")
-        for bad in invalid:
-            out.write(f"  invalid definition at {bad.path}:\n")
-            for p in bad.problems:
-                out.write(f"    {p.line()}\n")
-        if not invalid:
-            out.write("Run `workrail workflows` to see the available ids.\n")
+        if invalid and report is not None:
+            first = invalid[0]
+            problems = [p.to_json() for p in first.problems]
+            answer = workflow_invalid(args.workflow_id, str(first.path), problems)
+            code = report(answer.to_envelope())
+            if not as_json:
+                for bad in invalid:
+                    out.write(f"invalid definition at {bad.path}:\n")
+                    for p in bad.problems:
+                        out.write(f"    {p.code}  {p.line()}\n")
+            return code
+        out.write(f"{resolved.failure().message}\n")
+        out.write("Run `workrail workflows` to see the available ids.\n")
         return 1
     workflow = resolved.unwrap()
     compiled = workflow.compile()

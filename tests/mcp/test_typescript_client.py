@@ -84,7 +84,8 @@ def sdk() -> Path:
 def ts_client(sdk: Path, tmp_path: Path) -> Iterator[TypeScriptClient]:
     workflows = tmp_path / "workflows"
     workflows.mkdir()
-    shutil.copy(REFERENCE / "workflows" / "probe-flow.json", workflows)
+    for name in ("probe-flow.json", "val-flow.json"):
+        shutil.copy(REFERENCE / "workflows" / name, workflows)
     (workflows / "broken-flow.json").write_text(json.dumps(BROKEN))
     env = {**server_env(tmp_path / "data"), "WORKFLOW_STORAGE_PATH": str(workflows)}
     with (tmp_path / "stderr.log").open("w") as stderr:
@@ -152,19 +153,28 @@ def test_every_error_reaches_the_typescript_client_as_workrails_envelope(
     )
     assert "ackToken" in no_ack["message"] + json.dumps(no_ack["details"])
 
-    forged = started["stateToken"][:-4] + (
-        "AAAA" if not started["stateToken"].endswith("AAAA") else "BBBB"
+    head, _, signature = started["stateToken"].rpartition(".")
+    forged = f"{head}.{'A' if signature[0] != 'A' else 'B'}{signature[1:]}"
+    bad = ts_client.fail(
+        "continue_workflow", {"stateToken": forged, "intent": "rehydrate"}, "TOKEN_BAD_SIGNATURE"
     )
-    bad = ts_client.call("continue_workflow", {"stateToken": forged, "intent": "rehydrate"})
-    assert bad.get("isError") is True and "structuredContent" not in bad, bad
-    assert json.loads(bad["content"][0]["text"])["code"].startswith("TOKEN_")
+    assert "resume_session" in bad["details"]["suggestion"]
 
     fence = ts_client.call("effect_checkpoint", {"action": "get", "checkpoint_id": "nope"})
     assert fence.get("isError") is True and "structuredContent" not in fence, fence
-    assert json.loads(fence["content"][0]["text"])["error"]["code"]
+    refused = json.loads(fence["content"][0]["text"])["error"]
+    assert refused["code"] == "INVALID_INPUT" and refused["recovery"] and refused["retry"]
 
     advanced = ts_client.ok(
         "continue_workflow",
         {**started["nextCall"]["params"], "output": {"notesMarkdown": "planned"}},
     )
     assert advanced["kind"] == "ok" and advanced["pending"]["stepId"] == "build"
+
+    # A blocked advance is a successful answer (kind "blocked"): structured, as the schema says.
+    validated = ts_client.ok("start_workflow", {"workflowId": "val-flow"})
+    blocked = ts_client.ok(
+        "continue_workflow",
+        {**validated["nextCall"]["params"], "output": {"notesMarkdown": "not yet"}},
+    )
+    assert blocked["kind"] == "blocked" and blocked["retryAckToken"]

@@ -35,6 +35,7 @@ ProblemCode = Literal[
     "FUNCTION_NOT_DEFINED",
     "JS_INCOMPATIBLE_REGEX",
     "STALE_SPEC_VERSION",
+    "CONDITION_QUOTED_LITERAL",
 ]
 Severity = Literal["error", "warning"]
 

@@ -110,7 +110,7 @@ def test_workflows_show_of_an_invalid_file_is_workflow_invalid(
 
 
 def test_validate_warns_of_quoted_literals_without_changing_the_verdict(tmp_path: Path) -> None:
-    raw = json.loads((WORKFLOWS / "code-review.json").read_text())
+    raw = json.loads((LEGACY / "code-review.json").read_text())
     path = tmp_path / "review.json"
     clean = tmp_path / "clean.json"
     clean.write_text(json.dumps(raw))

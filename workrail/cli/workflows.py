@@ -111,10 +111,7 @@ def run_validate(args: argparse.Namespace, out: TextIO, as_json: bool) -> int:
         payload = {
             "valid": ok,
             "missing": missing,
-            "files": [
-                {**_validation_json(r), "warnings": [w.to_json() for w in warnings]}
-                for r, warnings in zip(results, warned, strict=True)
-            ],
+            "files": [_file_json(r, warnings) for r, warnings in zip(results, warned, strict=True)],
         }
         out.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     else:
@@ -170,6 +167,12 @@ def _construct_text(construct: Construct) -> str:
 def _warnings(r: LoadedWorkflow | InvalidWorkflow) -> list[LintWarning]:
     raw = r.definition if isinstance(r, LoadedWorkflow) else r.raw
     return lint_workflow(raw) if isinstance(raw, dict) else []
+
+
+def _file_json(r: LoadedWorkflow | InvalidWorkflow, lint: list[LintWarning]) -> dict[str, Any]:
+    """One file of `validate --json`: the loader's warnings, then the lint warnings."""
+    base = _validation_json(r)
+    return {**base, "warnings": [*base.get("warnings", []), *(w.to_json() for w in lint)]}
 
 
 def _validation_json(r: LoadedWorkflow | InvalidWorkflow) -> dict[str, Any]:

@@ -231,8 +231,13 @@ def test_tip_states_and_workflow_facts_are_read_leniently() -> None:
     ("text", "expected"),
     [
         ("Fix the PARSER!", ["fix", "the", "parser"]),
-        ("ﬁx ｆｕｌｌ-width", ["fix", "full-width"]),  # NFKC
-        ("snake_case and-dash 123", ["snake_case", "and-dash", "123"]),
+        ("ﬁx ｆｕｌｌ-width", ["fix", "full-width", "full", "width"]),  # NFKC
+        (
+            "snake_case and-dash 123",
+            ["snake_case", "snake", "case", "and-dash", "and", "dash", "123"],
+        ),
+        ("--verbose -x __init__ -- _", ["verbose", "x", "init"]),  # flags: the word inside
+        ("src/report.py", ["src", "report", "py"]),
         ("kept\n\n[TRUNCATED]", ["kept"]),
         ("Ünïcode", ["n", "code"]),  # only [a-z0-9_-] make tokens, as the spec says
     ],

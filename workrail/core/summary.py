@@ -31,10 +31,11 @@ from workrail.core.session_index import ProjectionError, SessionIndex
 from workrail.core.snapshot import BlockedState, CompleteState, RunningState, parse_snapshot
 from workrail.core.text import first_line, normalise, tokens
 
-PROJECTION_VERSION: Final = 2
+PROJECTION_VERSION: Final = 3
 """Bump whenever `summarize` would answer differently for the same input. 2: the corpus is
 the set of distinct tokens over whole notes; tip snapshots are read without re-checking
-the collation of their completed set."""
+the collation of their completed set. 3: tokens are trimmed of `-`/`_` and compounds add
+their parts (`--verbose` is found by `verbose`)."""
 
 RunStatus = Literal["in_progress", "blocked", "complete", "complete_with_gaps"]
 RUN_STATUSES: Final[tuple[RunStatus, ...]] = (
@@ -669,4 +670,4 @@ def matches_text(summary: SessionSummary, query: str) -> bool:
     wanted = set(tokens(query))
     if not wanted:
         return True
-    return wanted - {normalise(summary.session_id)} <= summary.words
+    return wanted - {normalise(summary.session_id), *tokens(summary.session_id)} <= summary.words

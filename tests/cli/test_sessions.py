@@ -80,6 +80,23 @@ def test_list_json_and_search(data_dir: Path, capsys: pytest.CaptureFixture[str]
     assert len(_json(capsys)["sessions"]) == 2
 
 
+def test_one_set_of_status_words_and_the_old_ones_as_aliases(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (sid,) = _sessions(data_dir, 1)
+    for word in ("in_progress", "pending", "In progress", "in-progress", "running"):
+        assert _run(data_dir, "--status", word, "--json") == 0, word
+        assert [s["sessionId"] for s in _json(capsys)["sessions"]] == [sid], word
+    assert _run(data_dir, "--status", "done", "--json") == 0
+    assert _json(capsys)["sessions"] == []
+    assert _run(data_dir, "show", sid, "--json") == 0
+    shown = _json(capsys)
+    assert shown["status"] == "in_progress" and shown["runs"][0]["status"] == "in_progress"
+    assert _run(data_dir, "show", sid) == 0
+    tree = capsys.readouterr().out
+    assert "in_progress" in tree and "pending" not in tree.split("\n")[0]
+
+
 @pytest.mark.parametrize(
     ("argv", "hint"),
     [

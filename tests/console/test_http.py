@@ -250,3 +250,16 @@ def test_search_finds_a_word_inside_a_flag_or_a_path(
     for word in ("verbose", "report"):
         reply = console.get(f"/?q={word}", Cookie=_cookie(console))
         assert reply.status == 200 and f'data-session-id="{sid}"' in reply.body, word
+
+
+def test_the_status_filter_takes_the_status_words_and_their_aliases(
+    console: RunningConsole, engine: Engine
+) -> None:
+    sid, _ = started(engine)
+    for word in ("in_progress", "pending", "in+progress"):
+        reply = console.get(f"/?status={word}")
+        assert reply.status == 200 and "Ignored status" not in reply.body, word
+        assert f'data-session-id="{sid}"' in reply.body, word
+        assert 'value="in_progress" checked' in reply.body, word
+    page = console.get(f"/sessions/{sid}")
+    assert "status-in_progress" in page.body and ">pending<" not in page.body

@@ -214,7 +214,8 @@ def session_tree(view: SessionView) -> Tree:
     )
     for run in view.runs:
         branch = root.add(
-            f"run [bold]{run.run_id}[/]  {escape(run.workflow_id)}  {run.workflow_hash}"
+            f"run [bold]{run.run_id}[/]  {escape(run.workflow_id)}  [cyan]{escape(run.status)}[/]"
+            f"  {run.workflow_hash}"
         )
         for node_id in run.roots:
             _add_node(branch, run, node_id)
@@ -277,8 +278,12 @@ def _add_node(parent: Tree, run: RunView, node_id: str) -> None:
 
 
 def run_show(cli: Cli) -> int:
-    session_id: str = _engine_result(cli, cli.engine().resolve_session(cli.args.session_id))
+    engine = cli.engine()
+    session_id: str = _engine_result(cli, engine.resolve_session(cli.args.session_id))
     view = load_session(cli.backend(), session_id)
+    summary = engine.session_summary(session_id)
+    if not isinstance(summary, Failure) and view.is_healthy:
+        view.take_statuses(summary.unwrap())
     if cli.as_json:
         cli.print_json(view.to_json())
     else:
@@ -524,7 +529,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         "--status",
         action="append",
         metavar="STATUS",
-        help=f"only this status (repeatable): {', '.join(RUN_STATUSES)}",
+        help=f"only this status (repeatable): {', '.join(RUN_STATUSES)} (pending works too)",
     )
     sessions.add_argument("--workflow", metavar="ID", help="only runs of this workflow id")
     sessions.add_argument("--search", metavar="TEXT", help="every word in the title or notes")
@@ -556,7 +561,12 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         help="delete old sessions, then collect content no kept session uses",
     )
     prune.add_argument("--older-than", metavar="AGE", help="required: e.g. 30d, 12h, 2w")
-    prune.add_argument("--status", action="append", metavar="STATUS", help="only this status")
+    prune.add_argument(
+        "--status",
+        action="append",
+        metavar="STATUS",
+        help=f"only this status (repeatable): {', '.join(RUN_STATUSES)}",
+    )
     prune.add_argument("--dry-run", action="store_true", help="say what would go; change nothing")
 
     events = nested.add_parser(

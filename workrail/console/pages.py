@@ -299,6 +299,8 @@ def session_page(ctx: PageContext, request: Request) -> Response:
             pending = tip.step_id
             break
     summary = _summary(ctx, view.session_id)
+    if summary is not None and view.is_healthy:
+        view.take_statuses(summary)
     return ctx.render(
         request,
         "session.html",

@@ -44,6 +44,25 @@ RUN_STATUSES: Final[tuple[RunStatus, ...]] = (
     "complete",
     "complete_with_gaps",
 )
+STATUS_ALIASES: Final[dict[str, RunStatus]] = {
+    "pending": "in_progress",
+    "running": "in_progress",
+    "active": "in_progress",
+    "completed": "complete",
+    "done": "complete",
+}
+"""Words people and older output used for a status (`sessions show` said `pending` for a
+run whose step waits), accepted wherever a status is asked for."""
+
+
+def status_word(text: str) -> RunStatus | None:
+    """The run status `text` names: a status (any case, `-` or a space for `_`, as the
+    console prints them) or an alias of one; None when it names none."""
+    word = "_".join(text.strip().lower().replace("-", " ").replace("_", " ").split())
+    for status in RUN_STATUSES:
+        if status == word:
+            return status
+    return STATUS_ALIASES.get(word)
 
 TITLE_KEYS: Final = (
     "goal",

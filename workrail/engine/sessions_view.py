@@ -19,6 +19,7 @@ from returns.result import Success
 from workrail.core.events import DomainEvent, NodeCreated
 from workrail.core.session_index import ProjectionError, SessionIndex
 from workrail.core.snapshot_state import SnapshotState
+from workrail.core.summary import SessionSummary
 from workrail.store.errors import StoreError
 from workrail.store.ports import SessionLog, SessionStore, SnapshotStore
 
@@ -73,6 +74,8 @@ class RunView:
     nodes: dict[str, NodeView]
     tips: list[str]
     preferred_tip: str | None
+    summary_status: str | None = None
+    """The run's status as its summary projects it (spec 70 §7), when it was read."""
 
     @property
     def roots(self) -> list[str]:
@@ -80,8 +83,12 @@ class RunView:
 
     @property
     def status(self) -> str:
+        """The run status words of `sessions` (`in_progress`, `blocked`, `complete`,
+        `complete_with_gaps`): the summary's when known, else read off the tip's state."""
+        if self.summary_status is not None:
+            return self.summary_status
         tip = self.nodes.get(self.preferred_tip or "")
-        return "empty" if tip is None else tip.state
+        return "empty" if tip is None else _RUN_WORDS.get(tip.state, tip.state)
 
     def to_json(self) -> dict[str, Any]:
         edges = [
@@ -124,6 +131,13 @@ class SessionView:
         if not self.is_healthy:
             return str(self.health.get("kind"))
         return self.runs[0].status if self.runs else "empty"
+
+    def take_statuses(self, summary: SessionSummary) -> None:
+        """Show each run with the status its summary projects, so `sessions show` and the
+        console say what `sessions` says (gaps and blocking gaps included)."""
+        known = {run.run_id: run.status for run in summary.runs}
+        for run in self.runs:
+            run.summary_status = known.get(run.run_id)
 
     def summary_json(self) -> dict[str, Any]:
         return {
@@ -221,6 +235,8 @@ def fill_states(
 NodeState = tuple[str, str | None]
 MISSING_SNAPSHOT: NodeState = ("missing_snapshot", None)
 _LABELS = {"running": "pending", "invalid": "invalid_snapshot"}
+_RUN_WORDS = {"pending": "in_progress", "init": "in_progress"}
+"""A tip's node state in the run status words (a run whose step waits is in progress)."""
 
 
 def node_state(state: SnapshotState | None) -> NodeState:

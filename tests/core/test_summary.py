@@ -246,6 +246,20 @@ def test_text_is_normalised_per_spec_70_section_9(text: str, expected: list[str]
     assert tokens(text) == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "title"),
+    [
+        ("**Goal**: fix the *parser* in `src/x.py`", "Goal: fix the parser in src/x.py"),
+        ("> see [the docs](https://example.com)", "see the docs"),
+        ("- [ ] __first__ item", "first item"),
+        ("snake_case and 2*3*4 stay", "snake_case and 2*3*4 stay"),
+        ("\n\n## ***Plan***", "Plan"),
+    ],
+)
+def test_titles_are_plain_text(text: str, title: str) -> None:
+    assert first_line(text) == title
+
+
 def test_first_line_skips_blank_lines_and_heading_marks() -> None:
     assert first_line("\n\n  ### Title here \nbody") == "Title here"
     assert first_line("y" * 200, 10) == "y" * 9 + "…"

@@ -35,7 +35,7 @@ PROJECTION_VERSION: Final = 3
 """Bump whenever `summarize` would answer differently for the same input. 2: the corpus is
 the set of distinct tokens over whole notes; tip snapshots are read without re-checking
 the collation of their completed set. 3: tokens are trimmed of `-`/`_` and compounds add
-their parts (`--verbose` is found by `verbose`)."""
+their parts (`--verbose` is found by `verbose`); titles are plain text (no Markdown marks)."""
 
 RunStatus = Literal["in_progress", "blocked", "complete", "complete_with_gaps"]
 RUN_STATUSES: Final[tuple[RunStatus, ...]] = (

@@ -39,10 +39,32 @@ def tokens(text: str) -> list[str]:
     return found
 
 
+_LINK: Final = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_STRONG: Final = re.compile(r"(\*\*|__|~~)(.+?)\1")
+_EMPHASIS: Final = re.compile(r"(?<![\w*])\*(?![\s*])(.+?)(?<![\s*])\*(?![\w*])")
+_CODE: Final = re.compile(r"`+([^`]*)`+")
+_LEAD: Final = re.compile(r"^(?:#+\s*|>\s*|[-*+]\s+|\d{1,9}[.)]\s+|\[[ xX]\]\s+)+")
+
+
+def plain(line: str) -> str:
+    """One line of Markdown as the text a person reads: no heading, quote or list marks,
+    no emphasis or code marks, a link's text without its target."""
+    text = _LEAD.sub("", line.strip())
+    text = _LINK.sub(r"\1", text)
+    text = _CODE.sub(r"\1", text)
+    for _ in range(3):  # nested emphasis (**_x_**) comes off a layer at a time
+        stripped = _EMPHASIS.sub(r"\1", _STRONG.sub(r"\2", text))
+        if stripped == text:
+            break
+        text = stripped
+    return " ".join(text.split())
+
+
 def first_line(text: str, limit: int = 120) -> str:
-    """The first non-blank line, trimmed of Markdown heading marks, at most `limit` chars."""
+    """The first line with text, as plain text (a title: no `**Goal**` marks), at most
+    `limit` chars."""
     for raw in text.replace(TRUNCATION_MARKER, "\n").splitlines():
-        line = raw.strip().lstrip("#").strip()
+        line = plain(raw)
         if line:
             return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
     return ""

@@ -230,6 +230,20 @@ def fill_states(
     known = snapshots.states({node.snapshot_ref for node in nodes}).value_or({})
     for node in nodes:
         node.state, node.step_id = node_state(known.get(node.snapshot_ref))
+    for run in runs:
+        for node in run.nodes.values():
+            if node.state == "pending" and _advanced_from(run, node):
+                node.state = "done"
+
+
+def _advanced_from(run: RunView, node: NodeView) -> bool:
+    """Whether an accepted output left the node (a step child over an acked_step edge):
+    its step is done, whatever its snapshot still says was pending there."""
+    for child_id in node.children:
+        child = run.nodes.get(child_id)
+        if child is not None and child.kind == "step" and child.edge_kind == "acked_step":
+            return True
+    return False
 
 
 NodeState = tuple[str, str | None]
@@ -240,8 +254,9 @@ _RUN_WORDS = {"pending": "in_progress", "init": "in_progress"}
 
 
 def node_state(state: SnapshotState | None) -> NodeState:
-    """What a node shows: `pending` while a step waits, `blocked`, `complete`, `init`,
-    or why its snapshot cannot tell (`missing_snapshot`, `invalid_snapshot`)."""
+    """What a node's snapshot shows: `pending` while a step waits, `blocked`, `complete`,
+    `init`, or why its snapshot cannot tell (`missing_snapshot`, `invalid_snapshot`);
+    `fill_states` then says `done` for a pending node an accepted output left."""
     if state is None:
         return MISSING_SNAPSHOT
     return _LABELS.get(state.kind, state.kind), state.pending_step

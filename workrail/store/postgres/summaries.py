@@ -199,6 +199,33 @@ class PostgresLifecycleStore:
             return Failure(written.failure())
         return Success(bool(written.unwrap()))
 
+    def restamp(self, session_id: str, moment: datetime) -> Result[bool, StoreError]:
+        """The session's last activity and its summary's, in one transaction under its
+        writer lock (the next append stamps it with the database's clock again)."""
+
+        def stamp(conn: Connection) -> Result[bool, StoreError]:
+            conn.execute(
+                "UPDATE workrail_sessions SET last_activity = %s WHERE session_id = %s",
+                (moment, session_id),
+            )
+            row = conn.execute(
+                "SELECT record FROM workrail_summaries WHERE session_id = %s", (session_id,)
+            ).fetchone()
+            summary = None if row is None else _parse(str(row[0]))
+            if summary is not None:
+                runs = tuple(sorted({run.run_id for run in summary.runs}))
+                upsert_summary(
+                    conn,
+                    replace(summary, last_activity=moment.astimezone(UTC)),
+                    before=(summary.words, runs),
+                )
+            return Success(True)
+
+        done = self._sessions.exclusive(session_id, stamp)
+        if isinstance(done, Failure):
+            return Failure(done.failure())
+        return Success(bool(done.unwrap()))
+
 
 class PostgresSessionQuery:
     def __init__(

@@ -37,9 +37,20 @@ def test_export_to_file_then_import_prints_fresh_tokens(
     assert minted["runId"] == run["runId"] and minted["nodeId"] == run["preferredTipNodeId"]
     assert minted["stateToken"].startswith("st1")
 
-    code, out, _ = _run(["import", str(target)], data_dir)  # again: a collision
+    before = tree_fingerprint(data_dir / "sessions")
+    code, out, _ = _run(["import", str(target)], data_dir)  # again: already here
+    assert code == 0
+    assert f"already imported as {PROBE}" in out and "--copy" in out
+    assert tree_fingerprint(data_dir / "sessions") == before, "nothing was written"
+    code, out, _ = _run(["import", str(target), "--json"], data_dir)
+    assert json.loads(out)["alreadyImportedAs"] == PROBE
+
+    code, out, _ = _run(["import", str(target), "--copy"], data_dir)  # a second copy
     assert code == 0
     assert "renamed from " + PROBE in out and "continue at node" in out
+    # a person's summary: no tokens, no JSON dump, what to do next
+    assert "st1" not in out and "ack1" not in out and '"tokens"' not in out
+    assert len(out) < 1000 and "resume_session" in out and "workrail sessions show" in out
 
 
 def test_export_to_stdout_puts_the_summary_on_stderr(reference_data: Path) -> None:

@@ -64,10 +64,27 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         help="move every session, snapshot and pinned workflow to another store",
         description="Copy a store into another: a data directory into PostgreSQL "
         "(--from DIR --to postgresql://…) or back. Verifies everything it moves, skips what "
-        "the target already holds, refuses to overwrite anything, never deletes.",
+        "the target already holds, refuses to overwrite anything, never deletes. Each "
+        "session keeps its id and its last activity.",
+        epilog="Example: workrail migrate --from ~/.workrail/data --to "
+        "postgresql://workrail:PASSWORD@db.internal:5432/workrail",
     )
-    parser.add_argument("--from", dest="source", metavar="DIR|URL", required=True)
-    parser.add_argument("--to", dest="target", metavar="DIR|URL", required=True)
+    parser.add_argument(
+        "--from",
+        dest="source",
+        metavar="DIR|URL",
+        required=True,
+        help="the store to copy from: a data directory (e.g. ~/.workrail/data) or a "
+        "postgresql:// URL; it is only read",
+    )
+    parser.add_argument(
+        "--to",
+        dest="target",
+        metavar="DIR|URL",
+        required=True,
+        help="the store to copy into: a data directory (created when missing) or a "
+        "postgresql:// URL (its tables are created when missing)",
+    )
     parser.set_defaults(handler=run_migrate)
 
 

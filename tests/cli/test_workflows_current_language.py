@@ -34,14 +34,14 @@ def test_validate_names_the_constructs_and_their_releases() -> None:
 
 def test_a_v14_file_uses_only_v14_constructs() -> None:
     code, text = run("validate", str(LEGACY / "code-review.json"))
-    assert code == 0 and "uses:" not in text
+    assert code == 0 and "uses: WorkRail v1.4.0 constructs only" in text
 
 
 def test_warnings_do_not_fail_validation() -> None:
     code, text = run("validate", str(V3 / "regex.json"), str(V3 / "function-not-defined.json"))
     assert code == 0, text
-    assert "JS_INCOMPATIBLE_REGEX  warning: $.steps[0].validationCriteria[0].pattern" in text
-    assert "FUNCTION_NOT_DEFINED  warning: $.steps[0].functionReferences[1]" in text
+    assert "WARNING JS_INCOMPATIBLE_REGEX  $.steps[0].validationCriteria[0].pattern" in text
+    assert "WARNING FUNCTION_NOT_DEFINED  $.steps[0].functionReferences[1]" in text
     assert "2/2 valid" in text
 
 

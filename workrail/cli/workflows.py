@@ -111,7 +111,10 @@ def run_validate(args: argparse.Namespace, out: TextIO, as_json: bool) -> int:
         payload = {
             "valid": ok,
             "missing": missing,
-            "files": [_file_json(r, warnings) for r, warnings in zip(results, warned, strict=True)],
+            "files": [
+                {**_validation_json(r), "warnings": [w.to_json() for w in warnings]}
+                for r, warnings in zip(results, warned, strict=True)
+            ],
         }
         out.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     else:
@@ -123,8 +126,8 @@ def run_validate(args: argparse.Namespace, out: TextIO, as_json: bool) -> int:
                 newer = [c for c in r.constructs() if c.since != "v1.4.0"]
                 if newer:
                     out.write("    uses: " + "; ".join(_construct_text(c) for c in newer) + "\n")
-                for p in r.warnings:
-                    out.write(f"    {p.code}  {p.line()}\n")
+                else:
+                    out.write("    uses: WorkRail v1.4.0 constructs only\n")
             else:
                 out.write(f"INVALID  {r.path}  ({counted(len(r.problems), 'problem')})\n")
                 for p in r.problems:
@@ -165,14 +168,11 @@ def _construct_text(construct: Construct) -> str:
 
 
 def _warnings(r: LoadedWorkflow | InvalidWorkflow) -> list[LintWarning]:
-    raw = r.definition if isinstance(r, LoadedWorkflow) else r.raw
-    return lint_workflow(raw) if isinstance(raw, dict) else []
-
-
-def _file_json(r: LoadedWorkflow | InvalidWorkflow, lint: list[LintWarning]) -> dict[str, Any]:
-    """One file of `validate --json`: the loader's warnings, then the lint warnings."""
-    base = _validation_json(r)
-    return {**base, "warnings": [*base.get("warnings", []), *(w.to_json() for w in lint)]}
+    """The lint warnings of the file as written, then those of loading it (a function
+    reference without a definition, Python-only regex syntax, a stale spec version)."""
+    if isinstance(r, LoadedWorkflow):
+        return [*lint_workflow(r.source_json), *r.warnings]
+    return lint_workflow(r.raw) if isinstance(r.raw, dict) else []
 
 
 def _validation_json(r: LoadedWorkflow | InvalidWorkflow) -> dict[str, Any]:
@@ -183,7 +183,6 @@ def _validation_json(r: LoadedWorkflow | InvalidWorkflow) -> dict[str, Any]:
             "workflowId": r.workflow_id,
             "workflowHash": r.pinned().workflow_hash(),
             "problems": [],
-            "warnings": [p.to_json() for p in r.warnings],
             "uses": [
                 {"construct": c.key, "what": c.label, "workrailVersion": c.since}
                 for c in r.constructs()
@@ -224,7 +223,7 @@ def run_list(
         for p in bad.problems:
             out.write(f"    {p.line()}\n")
     for bad in catalog.invalid_routines:
-        out.write(f"{'(routine)':32} {'INVALID':10} {bad.source.origin:8} {bad.path}\n")
+        out.write(f"{'(routine)':{wide}} {'INVALID':10} {bad.source.origin:8} {bad.path}\n")
         for p in bad.problems:
             out.write(f"    {p.line()}\n")
     for sh in catalog.shadowed:

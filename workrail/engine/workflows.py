@@ -33,6 +33,8 @@ def list_workflows(deps: EngineDeps) -> dict[str, Any]:
         if entry.definition is None:
             # Marked, so an agent does not pick it and a person knows where to look.
             row.update(valid=False, problems=len(entry.problems), path=entry.source_path)
+        else:
+            row.update(catalogue_fields(entry.definition))
         items.append(row)
     return {"workflows": items}
 

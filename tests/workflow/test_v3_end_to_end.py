@@ -148,3 +148,20 @@ async def test_a_function_reference_without_definition_runs(tmp_path: Path) -> N
     async with workrail_client(tmp_path, [V3]) as client:
         run = await ScriptedAgent(client).run("v3.function-not-defined")
     assert run.complete
+
+
+async def test_a_library_workflow_runs_with_the_bundled_rights(tmp_path: Path) -> None:
+    library = tmp_path / "library"
+    (library / "routines").mkdir(parents=True)
+    raw = json.loads((V3 / "routine-call.json").read_text())
+    (library / "wr.checked.json").write_text(json.dumps({**raw, "id": "wr.checked"}))
+    (library / "routines" / "check.json").write_text(
+        (V3 / "routines" / "routine-e2e-check.json").read_text()
+    )
+    env = {"WORKFLOW_LIBRARY_PATH": str(library)}
+    async with workrail_client(tmp_path / "run", env=env) as client:
+        listed = await _call(client, "list_workflows", {})
+        assert "wr.checked" in {w["workflowId"] for w in listed["workflows"]}
+        run = await ScriptedAgent(client).run("wr.checked")
+    assert run.complete
+    assert run.steps == ["start", "check__inspect", "check__report", "finish"]

@@ -116,6 +116,8 @@ def run_validate(args: argparse.Namespace, out: TextIO, as_json: bool) -> int:
                 newer = [c for c in r.constructs() if c.since != "v1.4.0"]
                 if newer:
                     out.write("    uses: " + "; ".join(_construct_text(c) for c in newer) + "\n")
+                else:
+                    out.write("    uses: WorkRail v1.4.0 constructs only\n")
                 for p in r.warnings:
                     out.write(f"    {p.code}  {p.line()}\n")
             else:

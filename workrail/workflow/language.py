@@ -20,7 +20,7 @@ from workrail.workflow.passes.refs import iter_values
 from workrail.workflow.passes.steps import JsonObject, iter_steps
 
 V14: Final = "v1.4.0"
-V03_EARLY: Final = "after v1.4.0 (early v0.3.0 schema)"
+V03_EARLY: Final = "after v1.4.0, early v0.3.0 schema"
 V3: Final = "after v1.4.0, by v3.121.0"
 OURS: Final = "WorkRail for Python only"
 

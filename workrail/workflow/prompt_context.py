@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from workrail.core.canonical import CanonicalJsonError, canonical_bytes
 from workrail.workflow.conditions import evaluate_condition
-from workrail.workflow.jsvalues import is_number, js_number_to_string
+from workrail.workflow.jsvalues import js_string
 
 PLACEHOLDER_RE: Final = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_-]+)*)\s*\}\}")
 MAX_VALUE_BYTES: Final = 2048
@@ -65,19 +65,19 @@ def _lookup(values: Mapping[str, Any], path: list[str]) -> tuple[bool, Any]:
 
 
 def _as_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if is_number(value):
-        return js_number_to_string(value)
+    """Scalars as JavaScript's String() writes them, objects and arrays as bounded JSON."""
+    if isinstance(value, dict | list):
+        return bounded_json(value)
+    return js_string(value)
+
+
+def bounded_json(value: Any, limit: int = MAX_VALUE_BYTES) -> str:
+    """Compact canonical JSON cut to `limit` UTF-8 bytes (with `…` when cut)."""
     try:
         text = canonical_bytes(value).decode("utf-8")
     except CanonicalJsonError:
         return "(not representable as JSON)"
     data = text.encode("utf-8")
-    if len(data) <= MAX_VALUE_BYTES:
+    if len(data) <= limit:
         return text
-    return data[:MAX_VALUE_BYTES].decode("utf-8", "ignore") + "…"
+    return data[:limit].decode("utf-8", "ignore") + "…"

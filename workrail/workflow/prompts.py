@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from workrail.core.canonical import CanonicalJsonError, canonical_bytes
 from workrail.core.snapshot import StepInstance
 from workrail.workflow.assessments import assessment_prompt_lines
 from workrail.workflow.compiler import CompiledLoop, CompiledWorkflow
@@ -30,7 +29,7 @@ from workrail.workflow.interpreter import (
     projected_context,
 )
 from workrail.workflow.jsvalues import is_number, js_number_to_string, js_truthy
-from workrail.workflow.prompt_context import fill_placeholders, with_fragments
+from workrail.workflow.prompt_context import bounded_json, fill_placeholders, with_fragments
 
 MAX_REQUIREMENT_LINES: Final = 5
 RECOVERY_BUDGET_BYTES: Final = 12288
@@ -321,14 +320,7 @@ def _loop_lines(loop: CompiledLoop, iteration: int, context: Mapping[str, Any] |
 
 
 def _preview(value: Any) -> str:
-    try:
-        text = canonical_bytes(value).decode("utf-8")
-    except CanonicalJsonError:
-        return "(not representable as JSON)"
-    data = text.encode("utf-8")
-    if len(data) <= MAX_ITEM_PREVIEW_BYTES:
-        return text
-    return data[:MAX_ITEM_PREVIEW_BYTES].decode("utf-8", "ignore") + "…"
+    return bounded_json(value, MAX_ITEM_PREVIEW_BYTES)
 
 
 def _recovery_sections(

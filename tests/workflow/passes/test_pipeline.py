@@ -270,3 +270,11 @@ def test_hostile_nesting_is_a_problem_not_a_crash() -> None:
     parts = [{"kind": "text", "text": "a"}] * 20000
     wide = workflow({"id": "one", "title": "One", "promptBlocks": {"goal": parts}})
     assert compiled(wide)["steps"][0]["prompt"].endswith("a" * 20000)
+
+
+def test_routine_ids_map_to_template_ids_without_namespace_or_prefix() -> None:
+    assert routine_template_id("routine-context-gathering") == (
+        "wr.templates.routine.context-gathering"
+    )
+    assert routine_template_id("wr.routine-design-review") == "wr.templates.routine.design-review"
+    assert routine_template_id("team.checks") == "wr.templates.routine.checks"

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Final
+from typing import Final
 
 from workrail.workflow.errors import Problem
-from workrail.workflow.passes.steps import JsonObject, iter_steps, map_steps
+from workrail.workflow.passes.steps import JsonObject, iter_steps, map_steps, map_texts
 
 BINDING_RE: Final = re.compile(r"\{\{\s*wr\.bindings\.([A-Za-z0-9_-]+)\s*\}\}")
 _TOKEN: Final = "wr.bindings."
@@ -93,17 +93,7 @@ def _map_texts(step: JsonObject, sub: Callable[[str], str]) -> JsonObject:
         changed["prompt"] = sub(step["prompt"])
     blocks = step.get("promptBlocks")
     if isinstance(blocks, dict):
-        new_blocks = _deep_sub(blocks, sub)
+        new_blocks = map_texts(blocks, sub)
         if new_blocks != blocks:
             changed["promptBlocks"] = new_blocks
     return {**step, **changed} if changed else step
-
-
-def _deep_sub(value: Any, sub: Callable[[str], str]) -> Any:
-    if isinstance(value, str):
-        return sub(value)
-    if isinstance(value, list):
-        return [_deep_sub(v, sub) for v in value]
-    if isinstance(value, dict):
-        return {k: (v if k in ("kind", "refId") else _deep_sub(v, sub)) for k, v in value.items()}
-    return value

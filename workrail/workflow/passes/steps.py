@@ -16,26 +16,18 @@ def map_steps(definition: JsonObject, fn: StepMap) -> JsonObject:
     steps = definition.get("steps")
     if not isinstance(steps, list):
         return definition
-    changed = False
-    out: list[Any] = []
-    for step in steps:
-        if isinstance(step, dict) and step.get("type") == "loop":
-            body = step.get("body")
-            if isinstance(body, list):
-                new_body = _map_list(body, fn)
-                if new_body is not body:
-                    step = {**step, "body": new_body}
-                    changed = True
-            out.append(step)
-            continue
-        if isinstance(step, dict):
-            replaced = fn(step)
-            if len(replaced) != 1 or replaced[0] is not step:
-                changed = True
-            out.extend(replaced)
-        else:
-            out.append(step)
-    return {**definition, "steps": out} if changed else definition
+
+    def top_level(step: JsonObject) -> list[JsonObject]:
+        if step.get("type") != "loop":
+            return fn(step)
+        body = step.get("body")
+        if not isinstance(body, list):
+            return [step]
+        new_body = _map_list(body, fn)
+        return [step] if new_body is body else [{**step, "body": new_body}]
+
+    out = _map_list(steps, top_level)
+    return definition if out is steps else {**definition, "steps": out}
 
 
 def _map_list(steps: list[Any], fn: StepMap) -> list[Any]:
@@ -50,6 +42,18 @@ def _map_list(steps: list[Any], fn: StepMap) -> list[Any]:
         else:
             out.append(step)
     return out if changed else steps
+
+
+def map_texts(value: Any, sub: Callable[[str], str]) -> Any:
+    """`value` with `sub` applied to every text in it, except the `kind` and `refId` of
+    prompt parts (they name things; they are not prose)."""
+    if isinstance(value, str):
+        return sub(value)
+    if isinstance(value, list):
+        return [map_texts(v, sub) for v in value]
+    if isinstance(value, dict):
+        return {k: (v if k in ("kind", "refId") else map_texts(v, sub)) for k, v in value.items()}
+    return value
 
 
 def iter_steps(definition: JsonObject) -> Iterator[tuple[str, JsonObject]]:

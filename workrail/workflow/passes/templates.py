@@ -21,7 +21,7 @@ from typing import Any, Final
 from returns.result import Failure, Result, Success
 
 from workrail.workflow.errors import Problem
-from workrail.workflow.passes.steps import JsonObject, iter_steps, map_steps
+from workrail.workflow.passes.steps import JsonObject, iter_steps, map_steps, map_texts
 
 ROUTINE_PREFIX: Final = "wr.templates.routine."
 ID_JOINER: Final = "__"
@@ -32,8 +32,11 @@ RoutineLibrary = Mapping[str, JsonObject]
 
 
 def routine_template_id(routine_id: str) -> str:
-    """`routine-tension-driven-design` → `wr.templates.routine.tension-driven-design`."""
-    return ROUTINE_PREFIX + routine_id.removeprefix("routine-")
+    """`routine-tension-driven-design` and `wr.routine-design-review` →
+    `wr.templates.routine.tension-driven-design`, `wr.templates.routine.design-review`: the
+    namespace and the `routine-` prefix are not part of the template name."""
+    name = routine_id.split(".", 1)[1] if "." in routine_id else routine_id
+    return ROUTINE_PREFIX + name.removeprefix("routine-")
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,11 +152,11 @@ def _substitute(
         if isinstance(step.get(key), str):
             out[key] = sub(step[key])
     if isinstance(step.get("promptBlocks"), dict):
-        out["promptBlocks"] = _deep(step["promptBlocks"], sub)
+        out["promptBlocks"] = map_texts(step["promptBlocks"], sub)
     if isinstance(step.get("templateCall"), dict):
         inner_args = step["templateCall"].get("args")
         if isinstance(inner_args, dict):
-            out["templateCall"] = {**step["templateCall"], "args": _deep(inner_args, sub)}
+            out["templateCall"] = {**step["templateCall"], "args": map_texts(inner_args, sub)}
     step_id = step.get("id")
     if missing:
         names = ", ".join(sorted(set(missing)))
@@ -177,16 +180,6 @@ def _substitute(
             )
         )
     return Success(out)
-
-
-def _deep(value: Any, sub: Any) -> Any:
-    if isinstance(value, str):
-        return sub(value)
-    if isinstance(value, list):
-        return [_deep(v, sub) for v in value]
-    if isinstance(value, dict):
-        return {k: (v if k in ("kind", "refId") else _deep(v, sub)) for k, v in value.items()}
-    return value
 
 
 def _unknown(template_id: str, where: str, routines: RoutineLibrary) -> Problem:

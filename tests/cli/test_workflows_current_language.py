@@ -40,8 +40,8 @@ def test_a_v14_file_uses_only_v14_constructs() -> None:
 def test_warnings_do_not_fail_validation() -> None:
     code, text = run("validate", str(V3 / "regex.json"), str(V3 / "function-not-defined.json"))
     assert code == 0, text
-    assert "JS_INCOMPATIBLE_REGEX  warning: $.steps[0].validationCriteria[0].pattern" in text
-    assert "FUNCTION_NOT_DEFINED  warning: $.steps[0].functionReferences[1]" in text
+    assert "WARNING JS_INCOMPATIBLE_REGEX  $.steps[0].validationCriteria[0].pattern" in text
+    assert "WARNING FUNCTION_NOT_DEFINED  $.steps[0].functionReferences[1]" in text
     assert "2/2 valid" in text
 
 

@@ -3,7 +3,7 @@ source kind/ref that `run_started` records."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -19,6 +19,8 @@ class CatalogEntry:
     version: str = ""
     source_definition: dict[str, Any] | None = None
     """The file as written, when compiling changed it (`definition` is what runs pin)."""
+    source_path: str = ""  # the invalid file (set only when definition is None)
+    problems: tuple[Mapping[str, str], ...] = ()  # why it is invalid: {code, path, message, fix}
 
     @property
     def valid(self) -> bool:
@@ -28,4 +30,7 @@ class CatalogEntry:
 class WorkflowCatalog(Protocol):
     def entries(self) -> Sequence[CatalogEntry]: ...
 
-    def get(self, workflow_id: str) -> CatalogEntry | None: ...
+    def get(self, workflow_id: str) -> CatalogEntry | None:
+        """The valid definition of the id; else its invalid file's entry (definition None,
+        with source_path and problems); None when no file defines it."""
+        ...

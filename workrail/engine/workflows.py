@@ -8,7 +8,7 @@ from typing import Any
 from returns.result import Failure, Result, Success
 
 from workrail.engine.deps import EngineDeps
-from workrail.engine.errors import EngineError, workflow_not_found
+from workrail.engine.errors import EngineError, workflow_unavailable
 from workrail.workflow.envelopes import preview_workflow
 from workrail.workflow.metadata import catalogue_fields, spec_version_hint
 
@@ -21,17 +21,20 @@ def list_workflows(deps: EngineDeps) -> dict[str, Any]:
             if entry.definition is not None
             else None
         )
-        items.append(
-            {
-                "workflowId": entry.workflow_id,
-                "name": entry.name,
-                "description": entry.description,
-                "version": entry.version,
-                "kind": "workflow",
-                "workflowHash": preview_hash,
-                **(catalogue_fields(entry.definition) if entry.definition is not None else {}),
-            }
-        )
+        row: dict[str, Any] = {
+            "workflowId": entry.workflow_id,
+            "name": entry.name,
+            "description": entry.description,
+            "version": entry.version,
+            "kind": "workflow",
+            "workflowHash": preview_hash,
+        }
+        if entry.definition is None:
+            # Marked, so an agent does not pick it and a person knows where to look.
+            row.update(valid=False, problems=len(entry.problems), path=entry.source_path)
+        else:
+            row.update(catalogue_fields(entry.definition))
+        items.append(row)
     return {"workflows": items}
 
 
@@ -40,7 +43,7 @@ def inspect_workflow(
 ) -> Result[dict[str, Any], EngineError]:
     entry = deps.catalog.get(workflow_id)
     if entry is None or entry.definition is None:
-        return Failure(workflow_not_found(workflow_id))
+        return Failure(workflow_unavailable(workflow_id, entry))
     preview = preview_workflow(entry.definition)
     compiled = preview.metadata() if mode == "metadata" else preview.to_json()
     answer: dict[str, Any] = {

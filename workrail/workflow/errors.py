@@ -35,6 +35,8 @@ ProblemCode = Literal[
     "FUNCTION_NOT_DEFINED",
     "JS_INCOMPATIBLE_REGEX",
     "STALE_SPEC_VERSION",
+    # warnings (workflow.lint): valid as written, most likely not what was meant
+    "CONDITION_QUOTED_LITERAL",
 ]
 Severity = Literal["error", "warning"]
 
@@ -51,14 +53,10 @@ class Problem:
     """A warning does not stop the file from loading (`workrail validate` still shows it)."""
 
     def to_json(self) -> dict[str, str]:
-        out = {"code": self.code, "path": self.path, "message": self.message, "fix": self.fix}
-        if self.severity == "warning":
-            out["severity"] = "warning"
-        return out
+        return {"code": self.code, "path": self.path, "message": self.message, "fix": self.fix}
 
     def line(self) -> str:
-        prefix = "warning: " if self.severity == "warning" else ""
-        return f"{prefix}{self.path}: {self.message} — fix: {self.fix}"
+        return f"{self.path}: {self.message} — fix: {self.fix}"
 
 
 WorkflowErrorCode = Literal[

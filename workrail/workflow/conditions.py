@@ -7,7 +7,7 @@ exactly like the reference, so a sloppy condition skips a step instead of crashi
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from workrail.workflow.jsvalues import (
@@ -161,20 +161,28 @@ def non_numeric_operands(condition: Any, context: Mapping[str, Any]) -> list[tup
     context value is not a number (`_MISSING` when unset): comparisons that are silently
     false (the reference's rule), which a loop reports instead of exiting on."""
     found: list[tuple[str, Any]] = []
+    for node in condition_nodes(condition):
+        name = node.get("var")
+        if isinstance(name, str) and any(op in node for op in NUMERIC_OPERATORS):
+            if not any(op in node for op in VALUE_OPERATORS[: VALUE_OPERATORS.index("gt")]):
+                value = context.get(name, _MISSING)
+                if not is_number(value):
+                    found.append((name, value))
+    return found
+
+
+def condition_nodes(condition: Any, limit: int = 1000) -> Iterator[dict[str, Any]]:
+    """The objects of a condition tree, depth first, as evaluation reads them (a `var`
+    node is a leaf), looking at no more than `limit` values (a hostile tree stays cheap)."""
     stack = [condition]
     seen = 0
-    while stack and seen < 1000:
+    while stack and seen < limit:
         seen += 1
         node = stack.pop()
         if not isinstance(node, dict):
             continue
+        yield node
         if "var" in node:
-            name = node["var"]
-            if isinstance(name, str) and any(op in node for op in NUMERIC_OPERATORS):
-                if not any(op in node for op in VALUE_OPERATORS[: VALUE_OPERATORS.index("gt")]):
-                    value = context.get(name, _MISSING)
-                    if not is_number(value):
-                        found.append((name, value))
             continue
         for key in ("and", "or"):
             parts = node.get(key)
@@ -182,7 +190,6 @@ def non_numeric_operands(condition: Any, context: Mapping[str, Any]) -> list[tup
                 stack.extend(parts)
         if "not" in node:
             stack.append(node["not"])
-    return found
 
 
 def is_missing(value: Any) -> bool:

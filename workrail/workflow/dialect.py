@@ -9,8 +9,10 @@ for loop control too. Decided once per pinned definition, from its JSON alone.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
+
+from workrail.workflow.conditions import condition_nodes
 
 V14_WORKFLOW_KEYS: Final = frozenset(
     {
@@ -130,21 +132,6 @@ def _confirmation_is_current(rule: Any) -> bool:
 
 
 def _condition_is_current(condition: Any) -> bool:
-    return any(not set(node) <= V14_CONDITION_KEYS for node in _condition_nodes(condition))
-
-
-def _condition_nodes(condition: Any) -> Iterator[dict[str, Any]]:
-    stack = [condition]
-    seen = 0
-    while stack and seen < _MAX_NODES:
-        seen += 1
-        node = stack.pop()
-        if not isinstance(node, dict):
-            continue
-        yield node
-        for key in ("and", "or"):
-            parts = node.get(key)
-            if isinstance(parts, list):
-                stack.extend(parts)
-        if "not" in node:
-            stack.append(node["not"])
+    return any(
+        not set(node) <= V14_CONDITION_KEYS for node in condition_nodes(condition, _MAX_NODES)
+    )

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Final, Literal
+from typing import Any
 
 from returns.result import Failure, Result, Success
 
@@ -28,36 +28,11 @@ from workrail.workflow.envelopes import (
     preview_workflow,
 )
 from workrail.workflow.errors import Problem, WorkflowError
+from workrail.workflow.source import BUNDLED_REF as BUNDLED_REF
+from workrail.workflow.source import SourceKind as SourceKind
+from workrail.workflow.source import SourceOrigin as SourceOrigin
+from workrail.workflow.source import WorkflowSource as WorkflowSource
 from workrail.workflow.validate import parse_workflow_json, validate_workflow
-
-SourceKind = Literal["bundled", "user", "project"]
-SourceOrigin = Literal["bundled", "user", "project", "custom"]
-BUNDLED_REF: Final = "(bundled)"
-# Lower rank wins when two valid definitions share an id.
-_ORIGIN_RANK: Final[dict[SourceOrigin, int]] = {"custom": 0, "project": 1, "user": 2, "bundled": 3}
-
-
-@dataclass(frozen=True, slots=True)
-class WorkflowSource:
-    """One directory of workflows and how runs started from it are recorded."""
-
-    origin: SourceOrigin
-    directory: Path
-    order: int = 0  # position among custom directories
-
-    @property
-    def kind(self) -> SourceKind:
-        """`workflowSourceKind` of run_started (custom directories count as project)."""
-        return "project" if self.origin == "custom" else self.origin
-
-    @property
-    def ref(self) -> str:
-        """`workflowSourceRef` of run_started: `(bundled)` or the directory path."""
-        return BUNDLED_REF if self.origin == "bundled" else str(self.directory)
-
-    @property
-    def rank(self) -> tuple[int, int]:
-        return (_ORIGIN_RANK[self.origin], self.order)
 
 
 @dataclass(frozen=True, slots=True)

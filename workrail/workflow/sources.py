@@ -11,16 +11,17 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from workrail.workflow.catalog import (
-    Catalog,
-    FoundFile,
-    SourceOrigin,
-    WorkflowSource,
-    build_catalog,
-)
 from workrail.workflow.errors import Problem
+from workrail.workflow.source import SourceOrigin, WorkflowSource
+
+if TYPE_CHECKING:
+    from workrail.workflow.catalog import Catalog, FoundFile
+
+# The catalog (JSON Schema, pydantic) is imported where files are read, not here: the
+# configuration holds a DiscoveryConfig, and a server answers its first requests before
+# it reads any workflow.
 
 MAX_WORKFLOW_FILE_BYTES: Final = 2 * 1024 * 1024
 _FALSE_WORDS: Final = frozenset({"0", "false", "no", "off"})
@@ -74,6 +75,8 @@ class DiscoveryConfig:
 
 def discover(config: DiscoveryConfig) -> Catalog:
     """Scan all enabled sources and build the catalog."""
+    from workrail.workflow.catalog import build_catalog
+
     files: list[FoundFile] = []
     warnings: list[str] = []
     for source in config.sources():
@@ -101,6 +104,8 @@ def _scan(source: WorkflowSource, warnings: list[str]) -> list[FoundFile]:
 
 
 def _read(source: WorkflowSource, path: Path) -> FoundFile:
+    from workrail.workflow.catalog import FoundFile
+
     try:
         size = path.stat().st_size
         if size > MAX_WORKFLOW_FILE_BYTES:

@@ -400,3 +400,30 @@ def test_the_regeneration_command_writes_the_catalogue_of_these_settings(
     catalogue = load_catalogue(config, situation_key(config))
     assert catalogue is not None and catalogue.runnable
     assert set(catalogue.results) == set(HANDSHAKE_PROTOCOL_VERSIONS)
+
+
+@pytest.mark.parametrize("with_catalogue", [False, True], ids=["first start", "catalogue"])
+def test_a_store_that_cannot_open_while_the_client_asks_ends_in_one_clear_line(
+    data_dir: Path, with_catalogue: bool
+) -> None:
+    """The store opens on the loading thread, while the client is being answered: its
+    failure still ends the server with the one line a failed start-up prints."""
+    if with_catalogue:
+        _talk(data_dir)
+        _wait_for_catalogue(data_dir)
+    keyring = data_dir / "keys" / "keyring.json"
+    keyring.parent.mkdir(exist_ok=True)
+    keyring.write_bytes(b"{not json")
+    keyring.chmod(0o600)
+    done = subprocess.run(
+        [sys.executable, "-m", "workrail", "mcp"],
+        env=server_env(data_dir),
+        cwd=ROOT,
+        input=b"\n".join([_INITIALIZE, *_FOLLOWING]) + b"\n",
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr
+    stderr = done.stderr.decode()
+    assert "Traceback" not in stderr and "never retrieved" not in stderr, stderr
+    assert "KEYRING_CORRUPT" in stderr

@@ -228,6 +228,7 @@ class _Loading:
         )
         self._open_all = open_all
         self._thread: threading.Thread | None = None
+        self._wrapped: asyncio.Future[tuple[MCPServer, Engine]] | None = None
 
     def start(self) -> None:
         if self._thread is None:
@@ -235,12 +236,19 @@ class _Loading:
             self._thread.start()
 
     def future(self) -> asyncio.Future[tuple[MCPServer, Engine]]:
-        """The server (and its engine), once built."""
-        return asyncio.wrap_future(self._future)
+        """The server (and its engine), once built: one future on the event loop, so a
+        failure is retrieved where it is awaited and nowhere else."""
+        if self._wrapped is None:
+            self._wrapped = asyncio.wrap_future(self._future)
+        return self._wrapped
 
     async def content(self) -> bool:
         """Whether prompts and resources are offered, once the engine is open."""
-        return await asyncio.wrap_future(self._content)
+        try:
+            return await asyncio.wrap_future(self._content)
+        except BaseException:
+            await self.future()  # the same failure, retrieved here rather than left behind
+            raise
 
     async def server(self) -> tuple[MCPServer, Engine]:
         self.start()

@@ -130,12 +130,21 @@ def _feed_dir(feed: Any, directory: Path) -> None:
 
 def _feed_tree(feed: Any, root: Path) -> None:
     """This package's files (the code that makes the answers), skipping bytecode."""
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
-        for name in sorted(files):
-            if not name.endswith((".pyc", ".pyo")):
-                path = Path(folder) / name
-                feed(str(path.relative_to(root)), _stat(path))
+    stack = [str(root)]
+    found: list[tuple[str, int, int, int]] = []
+    while stack:
+        folder = stack.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name != "__pycache__":
+                        stack.append(entry.path)
+                elif not entry.name.endswith((".pyc", ".pyo")):
+                    st = entry.stat()
+                    found.append((entry.path, st.st_size, st.st_mtime_ns, st.st_ino))
+    found.sort()
+    prefix = len(str(root))
+    feed("tree", [(path[prefix:], *rest) for path, *rest in found])
 
 
 def load_catalogue(config: WorkrailConfig, key: str) -> Catalogue | None:

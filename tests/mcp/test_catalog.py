@@ -427,3 +427,26 @@ def test_a_store_that_cannot_open_while_the_client_asks_ends_in_one_clear_line(
     stderr = done.stderr.decode()
     assert "Traceback" not in stderr and "never retrieved" not in stderr, stderr
     assert "KEYRING_CORRUPT" in stderr
+
+
+def test_a_catalogue_that_is_a_symlink_or_not_private_is_not_used(
+    situation: tuple[WorkrailConfig, Path, Path], tmp_path: Path
+) -> None:
+    config, _, _ = situation
+    catalogue = Catalogue("k1", True, {"2025-06-18": dict(RESULTS)})
+    save_catalogue(config, catalogue)
+    path = catalog_path(config)
+    path.chmod(0o666)
+    assert load_catalogue(config, "k1") is None
+    path.chmod(0o600)
+    elsewhere = tmp_path / "elsewhere.json"
+    path.rename(elsewhere)
+    path.symlink_to(elsewhere)
+    assert load_catalogue(config, "k1") is None
+    path.unlink()
+    path.parent.rmdir()
+    (tmp_path / "cache-elsewhere").mkdir(mode=0o700)
+    path.parent.symlink_to(tmp_path / "cache-elsewhere")
+    with pytest.raises(OSError):
+        save_catalogue(config, catalogue)
+    assert load_catalogue(config, "k1") is None

@@ -28,6 +28,8 @@ import hashlib
 import importlib.util
 import json
 import os
+import stat
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -150,8 +152,15 @@ def _feed_tree(feed: Any, root: Path) -> None:
 def load_catalogue(config: WorkrailConfig, key: str) -> Catalogue | None:
     """The catalogue on disk when it was made under `key`; None otherwise (missing,
     unreadable, malformed, or made under another key)."""
+    path = catalog_path(config)
     try:
-        with open(catalog_path(config), "rb") as file:
+        if not _private_dir(path.parent):
+            return None
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as file:
+            st = os.fstat(file.fileno())
+            if not stat.S_ISREG(st.st_mode) or not _private(st):
+                return None  # what another user could have written is not answered from
             raw = file.read(_MAX_CATALOG_BYTES + 1)
         if len(raw) > _MAX_CATALOG_BYTES:
             return None
@@ -177,14 +186,30 @@ def load_catalogue(config: WorkrailConfig, key: str) -> Catalogue | None:
     return Catalogue(key, data["runnable"], parsed)
 
 
+def _private(st: os.stat_result) -> bool:
+    return st.st_uid == os.geteuid() and not st.st_mode & 0o022
+
+
+def _private_dir(path: Path) -> bool:
+    """A real directory (not a symlink: nothing inside the data directory is followed),
+    this user's, writable by no one else."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and _private(st)
+
+
 def save_catalogue(config: WorkrailConfig, catalogue: Catalogue) -> None:
     """Written whole or not at all (a temporary file renamed over the old one), private to
     this user like the rest of the data directory."""
     path = catalog_path(config)
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    if not _private_dir(path.parent):
+        raise OSError(f"{path.parent} is not a private directory of this user")
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     data = json.dumps(catalogue.to_json(), ensure_ascii=False, separators=(",", ":"))
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         with os.fdopen(fd, "wb") as file:
             file.write(data.encode("utf-8"))

@@ -14,11 +14,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 from mcp.server import MCPServer
-from mcp.shared._context_streams import create_context_streams
-from mcp.shared.message import SessionMessage
 
 from tests.engine.conftest import make_engine
 from tests.mcp.servers import ROOT, server_env
@@ -33,48 +30,15 @@ from workrail.mcp.catalog_cache import (
     save_catalogue,
     situation_key,
 )
-from workrail.mcp.catalog_gen import result_of, sdk_answers
+from workrail.mcp.catalog_gen import result_of, sdk_answer_lines, sdk_answers
 from workrail.mcp.handshake import HANDSHAKE_PROTOCOL_VERSIONS, answer_listing
-from workrail.mcp.stdio import parse_frame, wire_bytes
 from workrail.mcp.stdio_build import build_stdio_server
 
 IDS: list[Any] = [1, 0, -7, 2**53 - 1, "list-1", "a"]
 
 
-async def _answer_after_initialize(server: MCPServer, revision: str, frame: bytes) -> bytes:
-    lowlevel = server._lowlevel_server
-    to_server, read_stream = create_context_streams[SessionMessage | Exception](1)
-    write_stream, from_server = create_context_streams[SessionMessage](1)
-    initialize = {
-        "jsonrpc": "2.0",
-        "id": "init",
-        "method": "initialize",
-        "params": {
-            "protocolVersion": revision,
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(
-                lowlevel.run, read_stream, write_stream, lowlevel.create_initialization_options()
-            )
-            for message in (json.dumps(initialize).encode(), frame):
-                parsed = parse_frame(message)
-                assert not isinstance(parsed, dict), parsed
-                await to_server.send(SessionMessage(parsed))
-                with anyio.fail_after(30):
-                    answered = await from_server.receive()
-            tg.cancel_scope.cancel()
-    finally:
-        for stream in (to_server, read_stream, write_stream, from_server):
-            await stream.aclose()
-    return wire_bytes(answered.message)
-
-
 def sdk_answer(server: MCPServer, revision: str, frame: bytes) -> bytes:
-    return anyio.run(_answer_after_initialize, server, revision, frame)
+    return sdk_answer_lines(server, revision, [frame])[0]
 
 
 @pytest.fixture(scope="module")

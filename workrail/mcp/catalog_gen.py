@@ -48,12 +48,17 @@ class CatalogueMismatch(RuntimeError):
 def sdk_answers(server: MCPServer, revision: str, methods: tuple[str, ...]) -> dict[str, bytes]:
     """The SDK's answer line to each of `methods` (each asked with id 1, no parameters)
     after an `initialize` at `revision`."""
-    return anyio.run(_sdk_answers, server, revision, methods)
+    frames = [json.dumps({"jsonrpc": "2.0", "id": 1, "method": m}).encode() for m in methods]
+    return dict(zip(methods, sdk_answer_lines(server, revision, frames), strict=True))
 
 
-async def _sdk_answers(
-    server: MCPServer, revision: str, methods: tuple[str, ...]
-) -> dict[str, bytes]:
+def sdk_answer_lines(server: MCPServer, revision: str, frames: list[bytes]) -> list[bytes]:
+    """The SDK's answer line to each request in `frames`, in one session opened by an
+    `initialize` at `revision` (and its `notifications/initialized`)."""
+    return anyio.run(_sdk_answer_lines, server, revision, frames)
+
+
+async def _sdk_answer_lines(server: MCPServer, revision: str, frames: list[bytes]) -> list[bytes]:
     lowlevel = server._lowlevel_server
     to_server, read_stream = create_context_streams[SessionMessage | Exception](1)
     write_stream, from_server = create_context_streams[SessionMessage](1)
@@ -69,7 +74,7 @@ async def _sdk_answers(
     initialize = json.dumps(
         {
             "jsonrpc": "2.0",
-            "id": 0,
+            "id": "catalogue-initialize",
             "method": "initialize",
             "params": {
                 "protocolVersion": revision,
@@ -78,7 +83,7 @@ async def _sdk_answers(
             },
         }
     )
-    answers: dict[str, bytes] = {}
+    answers: list[bytes] = []
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(
@@ -88,9 +93,8 @@ async def _sdk_answers(
             initialized = parse_frame(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
             assert isinstance(initialized, types.JSONRPCNotification)
             await to_server.send(SessionMessage(initialized))
-            for method in methods:
-                request = {"jsonrpc": "2.0", "id": 1, "method": method}
-                answers[method] = await ask(json.dumps(request).encode())
+            for frame in frames:
+                answers.append(await ask(frame))
             tg.cancel_scope.cancel()
     finally:
         for stream in (to_server, read_stream, write_stream, from_server):

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 from mcp.server import MCPServer
 
-from tests.engine.conftest import make_engine
 from tests.mcp.servers import ROOT, server_env
 from workrail.config import WorkrailConfig, load_config
 from workrail.engine.api import Engine
@@ -39,14 +38,6 @@ IDS: list[Any] = [1, 0, -7, 2**53 - 1, "list-1", "a"]
 
 def sdk_answer(server: MCPServer, revision: str, frame: bytes) -> bytes:
     return sdk_answer_lines(server, revision, [frame])[0]
-
-
-@pytest.fixture(scope="module")
-def engines(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, Engine]:
-    """An engine with workflows, and one with neither workflows nor sessions."""
-    root = tmp_path_factory.mktemp("catalogue")
-    (root / "none").mkdir()
-    return {True: make_engine(root / "full"), False: make_engine(root / "bare", root / "none")}
 
 
 @pytest.fixture(scope="module")

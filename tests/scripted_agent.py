@@ -191,8 +191,11 @@ class ScriptedAgent:
         context: Mapping[str, Any] | None = None,
         *,
         workspace_path: str | None = None,
+        run: Run | None = None,
     ) -> Run:
-        run = Run(workflow_id)
+        """Drive `workflow_id` to completion; pass `run` to keep what was seen when the
+        agent gets stuck (AgentStuck is raised with the transcript)."""
+        run = run if run is not None else Run(workflow_id)
         arguments: JsonObject = {"workflowId": workflow_id}
         if context is not None:
             arguments["context"] = dict(context)

@@ -20,6 +20,7 @@ from workrail.workflow.catalog import (
 )
 from workrail.workflow.compiler import CompiledWorkflow
 from workrail.workflow.definition import LoopStep
+from workrail.workflow.jobs import first_sentence, group_by_job, job_of
 from workrail.workflow.language import Construct
 from workrail.workflow.sources import (
     DiscoveryConfig,
@@ -182,10 +183,14 @@ def run_list(
     if as_json:
         out.write(json.dumps(_catalog_json(catalog), indent=2, ensure_ascii=False) + "\n")
         return 0
-    for wf in catalog.workflows.values():
-        out.write(
-            f"{wf.workflow_id:32} {wf.definition['version']:10} {wf.source.origin:8} {wf.path}\n"
-        )
+    for job, members in group_by_job(catalog.workflows.values(), _job):
+        out.write(f"{job}\n")
+        for wf in members:
+            where = "" if wf.source.origin == "bundled" else f"  [{wf.source.origin}: {wf.path}]"
+            summary = first_sentence(str(wf.definition.get("description", "")))
+            out.write(f"  {wf.workflow_id:32} {summary}{where}\n")
+    if catalog.workflows:
+        out.write("\n")
     for bad in catalog.invalid:
         label = bad.workflow_id or "(unknown id)"
         out.write(f"{label:32} {'INVALID':10} {bad.source.origin:8} {bad.path}\n")
@@ -207,6 +212,10 @@ def run_list(
     return 0
 
 
+def _job(wf: LoadedWorkflow) -> str:
+    return job_of(wf.workflow_id, str(wf.definition.get("name", "")))
+
+
 def _catalog_json(catalog: Catalog) -> dict[str, Any]:
     return {
         "workflows": [
@@ -214,6 +223,7 @@ def _catalog_json(catalog: Catalog) -> dict[str, Any]:
                 "workflowId": wf.workflow_id,
                 "name": wf.definition["name"],
                 "version": wf.definition["version"],
+                "job": _job(wf),
                 "valid": True,
                 "source": _source_json(wf.source.origin, wf.source.kind, wf.source.ref),
                 "path": str(wf.path),

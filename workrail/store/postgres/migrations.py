@@ -133,11 +133,19 @@ CREATE TABLE IF NOT EXISTS workrail_summary_terms (
 CREATE INDEX IF NOT EXISTS workrail_summary_terms_session ON workrail_summary_terms (session_id);
 """
 
+V5 = """
+-- when each manifest record was committed (the database's clock, as last_activity); rows
+-- written before this migration keep NULL: their time is unknown
+ALTER TABLE workrail_manifest ADD COLUMN IF NOT EXISTS recorded_at timestamptz;
+ALTER TABLE workrail_manifest ALTER COLUMN recorded_at SET DEFAULT now();
+"""
+
 MIGRATIONS: Final = (
     Migration(1, "sessions, events, manifest, snapshots, pinned workflows, keyring", V1),
     Migration(2, "session summaries and lifecycle; when content was last stored", V2),
     Migration(3, "each snapshot's engine state and pending step, recorded when stored", V3),
     Migration(4, "corpus terms as rows, so an append writes only the terms that changed", V4),
+    Migration(5, "when each append was committed, for per-step timings", V5),
 )
 
 LATEST: Final = MIGRATIONS[-1].version

@@ -62,6 +62,7 @@ def test_workflows_list_and_show(project: dict[str, str]) -> None:
     code, text = run("workflows", env=project)
     assert code == 0
     assert "coding-task" in text and "INVALID" in text and "shadowed: code-review" in text
+    assert text.splitlines()[0].split() == ["WORKFLOW", "VERSION", "SOURCE", "PATH"]
     _, text = run("workflows", "--json", env=project)
     listing = json.loads(text)
     review = next(w for w in listing["workflows"] if w["workflowId"] == "code-review")

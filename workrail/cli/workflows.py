@@ -158,13 +158,19 @@ def run_list(
     if as_json:
         out.write(json.dumps(_catalog_json(catalog), indent=2, ensure_ascii=False) + "\n")
         return 0
+    ids = [wf.workflow_id for wf in catalog.workflows.values()]
+    ids += [bad.workflow_id or "(unknown id)" for bad in catalog.invalid]
+    wide = max([32, *map(len, ids)])  # an id is never cut nor run into the next column
+    if ids:
+        out.write(f"{'WORKFLOW':{wide}} {'VERSION':10} {'SOURCE':8} PATH\n")
     for wf in catalog.workflows.values():
         out.write(
-            f"{wf.workflow_id:32} {wf.definition['version']:10} {wf.source.origin:8} {wf.path}\n"
+            f"{wf.workflow_id:{wide}} {wf.definition['version']:10} {wf.source.origin:8} "
+            f"{wf.path}\n"
         )
     for bad in catalog.invalid:
         label = bad.workflow_id or "(unknown id)"
-        out.write(f"{label:32} {'INVALID':10} {bad.source.origin:8} {bad.path}\n")
+        out.write(f"{label:{wide}} {'INVALID':10} {bad.source.origin:8} {bad.path}\n")
         for p in bad.problems:
             out.write(f"    {p.line()}\n")
     for sh in catalog.shadowed:

@@ -23,6 +23,7 @@ from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from workrail.console import live, pages, workflows_page
+from workrail.console.dates import time_tag
 from workrail.console.deps import ConsoleDeps
 from workrail.console.markdown import render_markdown
 from workrail.console.security import (
@@ -42,6 +43,7 @@ def _templates() -> Jinja2Templates:
     templates = Jinja2Templates(directory=str(PACKAGE_DIR / "templates"))
     env = templates.env
     env.filters["markdown"] = render_markdown
+    env.filters["when"] = time_tag
     env.globals["CSRF_FIELD"] = CSRF_FIELD
     env.globals["urlencode"] = urlencode
     env.trim_blocks = True

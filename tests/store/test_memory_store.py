@@ -150,3 +150,26 @@ def test_nothing_outlives_its_storage() -> None:
     assert len(events_of(one.sessions, chain.sess)) == 3
     assert events_of(opened(MemoryStorage()).sessions, chain.sess) == []
     assert one.location.startswith("memory://")
+
+
+def test_a_restamped_session_is_last_active_then_and_listed_so(storage: MemoryStorage) -> None:
+    """`restamp` (what migrate uses) moves the last activity and the summary with it,
+    for an existing session only, and waits for no writer."""
+    from datetime import timedelta
+
+    from tests.store.contract import append
+    from tests.store.plans import Chain, new_id
+
+    backend = opened(storage)
+    chain = Chain()
+    append(backend.sessions, chain.sess, chain.start())
+    moment = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    assert backend.lifecycle.restamp(chain.sess, moment).unwrap() is True
+    assert backend.sessions.last_activity(chain.sess).unwrap() == moment
+    assert opened(storage).query.get([chain.sess]).unwrap()[chain.sess].last_activity == moment
+    assert backend.lifecycle.restamp(new_id("sess"), moment).unwrap() is False
+    with writer_on_another_backend(storage)(chain.sess):
+        later = moment + timedelta(days=1)
+        refused = backend.lifecycle.restamp(chain.sess, later)
+        assert refused.failure().code == "SESSION_LOCKED"
+    assert backend.sessions.last_activity(chain.sess).unwrap() == moment

@@ -9,7 +9,8 @@ over the summaries, in the orders the other backends' indexes answer.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
+from datetime import datetime
 from typing import Final
 
 from returns.result import Failure, Result, Success
@@ -69,9 +70,29 @@ class MemoryLifecycleStore:
     def put(self, session_id: str, lifecycle: SessionLifecycle) -> Result[bool, StoreError]:
         document = canonical_bytes(lifecycle.to_json())
 
+        def write(rows: SessionRows) -> None:
+            rows.lifecycle = document
+
+        return self._change(session_id, write)
+
+    def restamp(self, session_id: str, moment: datetime) -> Result[bool, StoreError]:
+        """The session's last activity is `moment` from now on (its append times stay
+        when they were written)."""
+
+        def stamp(rows: SessionRows) -> None:
+            rows.last_activity = moment
+
+        return self._change(session_id, stamp)
+
+    def _change(
+        self, session_id: str, change: Callable[[SessionRows], None]
+    ) -> Result[bool, StoreError]:
+        """Apply `change` to an existing session's rows under its writer, then project
+        its summary again."""
+
         def write(rows: SessionRows) -> Result[bool, StoreError]:
             with self._storage.mutex:
-                rows.lifecycle = document
+                change(rows)
                 rows.version += 1
             if self._query is not None:
                 self._query.reproject(session_id)

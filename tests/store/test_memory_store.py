@@ -173,3 +173,36 @@ def test_a_restamped_session_is_last_active_then_and_listed_so(storage: MemorySt
         refused = backend.lifecycle.restamp(chain.sess, later)
         assert refused.failure().code == "SESSION_LOCKED"
     assert backend.sessions.last_activity(chain.sess).unwrap() == moment
+
+
+def test_append_times_are_the_clock_read_for_each_committed_append(
+    storage: MemoryStorage,
+) -> None:
+    """The clock comes from whoever opens the backend; a replayed plan writes nothing and
+    a write whose function fails publishes no time."""
+    from returns.result import Failure
+
+    from tests.store.contract import append
+    from tests.store.plans import Chain
+    from workrail.store.errors import StoreError
+
+    ticks = iter(datetime(2026, 1, 1, 0, 0, s, tzinfo=UTC) for s in range(10))
+    backend = MemoryBackend.open(lambda: next(ticks), storage)
+    chain = Chain()
+    assert backend.sessions.append_times(chain.sess).unwrap() == ()
+    append(backend.sessions, chain.sess, chain.start())
+    plan = chain.advance()
+    append(backend.sessions, chain.sess, plan)
+    append(backend.sessions, chain.sess, plan)
+    given_up = StoreError("SESSION_STORE_INVARIANT_VIOLATION", "the caller gave up")
+
+    def append_then_give_up(txn: Any) -> Any:
+        assert isinstance(txn.append(chain.advance()), Success)
+        return Failure(given_up)
+
+    assert backend.sessions.write(chain.sess, append_then_give_up) == Failure(given_up)
+    times = backend.sessions.append_times(chain.sess).unwrap()
+    assert [(t.last_event_index, t.at.second) for t in times] == [(2, 0), (5, 1)]
+    assert backend.sessions.last_activity(chain.sess).unwrap() == times[-1].at
+    assert backend.sessions.read(chain.sess, lambda log: log.count).unwrap() == 6
+    assert backend.sessions.append_times("../x").failure().code == "INVALID_REFERENCE"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, NamedTuple, Protocol, TypeVar
 
 from returns.result import Result
 
@@ -97,6 +97,13 @@ class PrefixLoad:
     manifest: tuple[ManifestRecord, ...]
     complete: bool
     reason: Corruption | None
+
+
+class AppendTime(NamedTuple):
+    """One committed append: the index of its last event and when the store wrote it."""
+
+    last_event_index: int
+    at: datetime
 
 
 class WriteTxn(Protocol):

@@ -38,7 +38,14 @@ from workrail.store.log_state import (
     not_healthy,
 )
 from workrail.store.memory.storage import Clock, MemoryStorage, SessionRows
-from workrail.store.ports import LIST_PAGE_MAX, AppendOutcome, AppendPlan, PrefixLoad, SessionLog
+from workrail.store.ports import (
+    LIST_PAGE_MAX,
+    AppendOutcome,
+    AppendPlan,
+    AppendTime,
+    PrefixLoad,
+    SessionLog,
+)
 
 T = TypeVar("T")
 E = TypeVar("E")
@@ -166,6 +173,14 @@ class MemorySessionStore:
         rows = self._rows(session_id)
         return Success(None if rows is None else rows.last_activity)
 
+    def append_times(self, session_id: str) -> Result[tuple[AppendTime, ...], StoreError]:
+        """When each committed append was written: the clock read as it was made."""
+        if not is_session_id(session_id):
+            return Failure(invalid_reference(session_id))
+        with self._storage.mutex:
+            rows = self._storage.sessions.get(session_id)
+            return Success(() if rows is None else tuple(rows.append_times))
+
     # --- writes ----------------------------------------------------------------------
 
     def write(
@@ -224,7 +239,7 @@ class MemorySessionStore:
                 rows.manifest.extend(canonical_bytes(r.to_json()) for r in pending.admitted.records)
                 last = pending.events[-1].eventIndex
                 at = max(pending.at, rows.last_activity or pending.at)  # never backwards
-                rows.append_times.append((last, at))
+                rows.append_times.append(AppendTime(last, at))
                 rows.last_activity = at
             rows.event_count = len(txn.state.events)
             rows.version += 1

@@ -19,6 +19,7 @@ from workrail.core.keyring import Keyring
 from workrail.core.snapshot_state import SnapshotState
 from workrail.core.summary import SessionSummary
 from workrail.store.errors import StoreError
+from workrail.store.ports import AppendTime
 
 Clock = Callable[[], datetime]
 """Where the backend's time comes from (passed in by the composition root): aware UTC."""
@@ -32,8 +33,8 @@ class SessionRows:
     manifest: list[bytes] = field(default_factory=list)
     events: dict[int, bytes] = field(default_factory=dict)
     event_count: int = 0
-    append_times: list[tuple[int, datetime]] = field(default_factory=list)
-    """(last event index, when it was written) of each committed append."""
+    append_times: list[AppendTime] = field(default_factory=list)
+    """When each committed append was written, oldest first."""
     last_activity: datetime | None = None
     lifecycle: bytes | None = None
     """The lifecycle record's canonical JSON, None when none was stored."""

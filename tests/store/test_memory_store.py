@@ -206,3 +206,26 @@ def test_append_times_are_the_clock_read_for_each_committed_append(
     assert backend.sessions.last_activity(chain.sess).unwrap() == times[-1].at
     assert backend.sessions.read(chain.sess, lambda log: log.count).unwrap() == 6
     assert backend.sessions.append_times("../x").failure().code == "INVALID_REFERENCE"
+
+
+def test_an_idle_session_is_deleted_and_an_active_one_kept(storage: MemoryStorage) -> None:
+    """`delete_idle` judges the last activity holding the writer."""
+    from datetime import timedelta
+
+    from tests.store.contract import append
+    from tests.store.plans import Chain, new_id
+
+    backend = opened(storage)
+    idle, active = Chain(), Chain()
+    append(backend.sessions, idle.sess, idle.start())
+    append(backend.sessions, active.sess, active.start())
+    stamp = backend.sessions.last_activity(active.sess).unwrap()
+    assert stamp is not None
+    backend.lifecycle.restamp(idle.sess, stamp - timedelta(days=30)).unwrap()
+    cutoff = stamp - timedelta(days=1)
+    sessions = backend.sessions
+    assert sessions.delete_idle(idle.sess, idle_before=cutoff).unwrap() == "deleted"
+    assert sessions.delete_idle(active.sess, idle_before=cutoff).unwrap() == "active"
+    assert sessions.delete_idle(new_id("sess"), idle_before=cutoff).unwrap() == "absent"
+    assert sessions.exists(idle.sess).unwrap() is False
+    assert set(backend.query.get([idle.sess, active.sess]).unwrap()) == {active.sess}

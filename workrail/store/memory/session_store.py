@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Final, Protocol, TypeVar
+from typing import Final, Literal, Protocol, TypeVar
 
 from returns.result import Failure, Result, Success
 
@@ -49,6 +49,9 @@ from workrail.store.ports import (
 
 T = TypeVar("T")
 E = TypeVar("E")
+
+IdleDelete = Literal["deleted", "absent", "active"]
+"""What `delete_idle` did: removed the session, found none, or kept it (written since)."""
 
 LARGE_LOAD_EVENTS: Final = 512
 """New events validated at once from which a load pauses the garbage collector."""
@@ -268,7 +271,27 @@ class MemorySessionStore:
             self._storage.release_writer(session_id)
 
     def delete(self, session_id: str) -> Result[bool, StoreError]:
-        def remove(_rows: SessionRows) -> Result[bool, StoreError]:
+        done = self._delete(session_id, None)
+        return (
+            Failure(done.failure())
+            if isinstance(done, Failure)
+            else Success(done.unwrap() == "deleted")
+        )
+
+    def delete_idle(
+        self, session_id: str, *, idle_before: datetime
+    ) -> Result[IdleDelete, StoreError]:
+        """`delete` of a session last appended to before `idle_before`, judged holding its
+        writer: one written since is kept ("active")."""
+        return self._delete(session_id, idle_before)
+
+    def _delete(
+        self, session_id: str, idle_before: datetime | None
+    ) -> Result[IdleDelete, StoreError]:
+        def remove(rows: SessionRows) -> Result[IdleDelete, StoreError]:
+            last = rows.last_activity
+            if idle_before is not None and (last is None or last >= idle_before):
+                return Success("active")
             with self._storage.mutex:
                 del self._storage.sessions[session_id]
             with self._slots_mutex:
@@ -276,12 +299,12 @@ class MemorySessionStore:
             if self._projector is not None:
                 self._projector.deleted(session_id)
             self._storage.announce(session_id)
-            return Success(True)
+            return Success("deleted")
 
         removed = self.exclusive(session_id, remove)
         if isinstance(removed, Failure):
             return Failure(removed.failure())
-        return Success(bool(removed.unwrap()))
+        return Success(removed.unwrap() or "absent")
 
 
 class _Txn(CachedWrite):

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Final, Literal
+from typing import Any
 
 from returns.result import Failure, Result, Success
 
@@ -33,53 +33,13 @@ from workrail.workflow.errors import Problem, WorkflowError
 from workrail.workflow.language import Construct, constructs_used
 from workrail.workflow.passes.templates import RoutineLibrary, routine_template_id
 from workrail.workflow.pipeline import NO_ROUTINES, run_passes
+from workrail.workflow.source import BUNDLED_REF as BUNDLED_REF
+from workrail.workflow.source import ROUTINES_SUBDIR as ROUTINES_SUBDIR
+from workrail.workflow.source import FileRole as FileRole
+from workrail.workflow.source import SourceKind as SourceKind
+from workrail.workflow.source import SourceOrigin as SourceOrigin
+from workrail.workflow.source import WorkflowSource as WorkflowSource
 from workrail.workflow.validate import all_problems, parse_workflow_json
-
-SourceKind = Literal["bundled", "user", "project"]
-SourceOrigin = Literal["bundled", "user", "project", "custom", "library"]
-FileRole = Literal["workflow", "routine"]
-BUNDLED_REF: Final = "(bundled)"
-ROUTINES_SUBDIR: Final = "routines"
-# Lower rank wins when two valid definitions share an id.
-_ORIGIN_RANK: Final[dict[SourceOrigin, int]] = {
-    "custom": 0,
-    "project": 1,
-    "user": 2,
-    "library": 3,
-    "bundled": 4,
-}
-_PRIVILEGED: Final = frozenset({"bundled", "library"})
-
-
-@dataclass(frozen=True, slots=True)
-class WorkflowSource:
-    """One directory of workflows and how runs started from it are recorded."""
-
-    origin: SourceOrigin
-    directory: Path
-    order: int = 0  # position among custom directories
-
-    @property
-    def kind(self) -> SourceKind:
-        """`workflowSourceKind` of run_started (custom and library directories count as
-        project)."""
-        if self.origin == "bundled" or self.origin == "user":
-            return self.origin
-        return "project"
-
-    @property
-    def privileged(self) -> bool:
-        """Bundled and library workflows may use the reserved `wr.` namespace."""
-        return self.origin in _PRIVILEGED
-
-    @property
-    def ref(self) -> str:
-        """`workflowSourceRef` of run_started: `(bundled)` or the directory path."""
-        return BUNDLED_REF if self.origin == "bundled" else str(self.directory)
-
-    @property
-    def rank(self) -> tuple[int, int]:
-        return (_ORIGIN_RANK[self.origin], self.order)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,19 +11,17 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from workrail.workflow.catalog import (
-    ROUTINES_SUBDIR,
-    Catalog,
-    CompileCache,
-    FileRole,
-    FoundFile,
-    SourceOrigin,
-    WorkflowSource,
-    build_catalog,
-)
 from workrail.workflow.errors import Problem
+from workrail.workflow.source import ROUTINES_SUBDIR, FileRole, SourceOrigin, WorkflowSource
+
+if TYPE_CHECKING:
+    from workrail.workflow.catalog import Catalog, CompileCache, FoundFile
+
+# The catalog (JSON Schema, pydantic) is imported where files are read, not here: the
+# configuration holds a DiscoveryConfig, and a server answers its first requests before
+# it reads any workflow.
 
 MAX_WORKFLOW_FILE_BYTES: Final = 2 * 1024 * 1024
 _FALSE_WORDS: Final = frozenset({"0", "false", "no", "off"})
@@ -94,6 +92,8 @@ class DiscoveryConfig:
 def discover(config: DiscoveryConfig, cache: CompileCache | None = None) -> Catalog:
     """Scan all enabled sources (and their `routines/` folders) and build the catalog;
     `cache` keeps compiled outcomes of contents already seen."""
+    from workrail.workflow.catalog import build_catalog
+
     files: list[FoundFile] = []
     warnings: list[str] = []
     for source in config.sources():
@@ -131,6 +131,8 @@ def _scan(source: WorkflowSource, warnings: list[str], subdir: str = "") -> list
 
 
 def _read(source: WorkflowSource, path: Path, role: FileRole = "workflow") -> FoundFile:
+    from workrail.workflow.catalog import FoundFile
+
     try:
         size = path.stat().st_size
         if size > MAX_WORKFLOW_FILE_BYTES:

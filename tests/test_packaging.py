@@ -68,14 +68,16 @@ def test_the_sdist_has_the_package_and_docs_but_no_tests(tmp_path: Path) -> None
     assert not any(n.startswith("tests") or "/fixtures/" in n for n in names), sorted(
         n for n in names if "tests" in n
     )
-    assert "workflows/coding-task.json" in names
+    assert "workflows/wr.coding-task.json" in names
+    assert "workflows/routines/handoff.json" in names
 
 
 def test_the_wheel_carries_the_bundled_workflows_and_schema(tmp_path: Path) -> None:
     (built,) = WheelBuilder(str(ROOT)).build(directory=str(tmp_path))
     with zipfile.ZipFile(built) as wheel:
         names = set(wheel.namelist())
-    assert "workrail/bundled_workflows/coding-task.json" in names
+    assert "workrail/bundled_workflows/wr.coding-task.json" in names
+    assert "workrail/bundled_workflows/routines/handoff.json" in names
     assert "workrail/workflow/schema/workflow.schema.json" in names
     assert not any(n.startswith("tests/") for n in names)
     assert any(n.endswith("licenses/LICENSE") for n in names)

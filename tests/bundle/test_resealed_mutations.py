@@ -27,7 +27,7 @@ REPLACEMENTS: list[Any] = [None, True, False, 0, -1, 2**40, 1.5, "", "x", [], {}
 
 
 def _engine_session(data_dir: Path, workflow_id: str, advances: int, context: Any) -> str:
-    engine = make_engine(data_dir, ROOT / "workflows")
+    engine = make_engine(data_dir, ROOT / "tests" / "fixtures" / "legacy_workflows")
     answer = engine.start_workflow(workflow_id, context).unwrap()
     notes = "Done, with evidence: ran the checks, all green; test added; approve." * 3
     for _ in range(advances):
@@ -42,7 +42,7 @@ def _engine_session(data_dir: Path, workflow_id: str, advances: int, context: An
 
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    """Bundles of the reference sessions and of bundled workflows with loops."""
+    """Bundles of the reference sessions and of the former bundled workflows (loops)."""
     data = tmp_path_factory.mktemp("sources") / "data"
     shutil.copytree(REFERENCE / "data", data)
     for path in [data, *data.rglob("*")]:

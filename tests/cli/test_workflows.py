@@ -12,6 +12,7 @@ from workrail.cli import main
 
 CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "broken_workflows"
 WORKFLOWS = Path(__file__).resolve().parents[2] / "workflows"
+LEGACY = Path(__file__).resolve().parents[1] / "fixtures" / "legacy_workflows"
 
 
 def run(*argv: str, env: dict[str, str] | None = None) -> tuple[int, str]:
@@ -28,7 +29,7 @@ def test_validate_valid_files_exit_zero() -> None:
 
 def test_validate_reports_problems_and_json() -> None:
     code, text = run(
-        "validate", str(CORPUS / "many-problems.json"), str(WORKFLOWS / "code-review.json")
+        "validate", str(CORPUS / "many-problems.json"), str(WORKFLOWS / "wr.code-review.json")
     )
     assert code == 1
     assert "INVALID" in text and "DUPLICATE_STEP_ID" in text and "1/2 valid" in text
@@ -49,24 +50,33 @@ def test_validate_missing_path_exit_two() -> None:
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """A project directory with one invalid and one shadowing workflow; its environment."""
+    """A project directory with one invalid workflow and one that a WORKFLOW_STORAGE_PATH
+    directory shadows (the former bundled `code-review`, whose id is no longer bundled, so
+    it also wins over that id's alias); its environment."""
     workflows = tmp_path / ".workrail" / "workflows"
     workflows.mkdir(parents=True)
     (workflows / "bad.json").write_text((CORPUS / "empty-steps.json").read_text())
-    (workflows / "review.json").write_text((WORKFLOWS / "code-review.json").read_text())
+    (workflows / "review.json").write_text((LEGACY / "code-review.json").read_text())
+    custom = tmp_path / "team-workflows"
+    custom.mkdir()
+    (custom / "review.json").write_text((LEGACY / "code-review.json").read_text())
     monkeypatch.chdir(tmp_path)
-    return {"HOME": str(tmp_path / "home"), "WORKFLOW_INCLUDE_USER": "false"}
+    return {
+        "HOME": str(tmp_path / "home"),
+        "WORKFLOW_INCLUDE_USER": "false",
+        "WORKFLOW_STORAGE_PATH": str(custom),
+    }
 
 
 def test_workflows_list_and_show(project: dict[str, str]) -> None:
     code, text = run("workflows", env=project)
     assert code == 0
-    assert "coding-task" in text and "INVALID" in text and "shadowed: code-review" in text
+    assert "wr.coding-task" in text and "INVALID" in text and "shadowed: code-review" in text
     lines = text.splitlines()
     assert lines[0].split() == ["WORKFLOW", "DESCRIPTION"]
     build = lines.index("Build and change code")
-    assert lines[build + 1].split()[0] == "coding-task"  # one line each, under its job
-    assert "[project: " in next(line for line in lines if line.split()[:1] == ["code-review"])
+    assert lines[build + 1].split()[0] == "wr.coding-task"  # one line each, under its job
+    assert "[custom: " in next(line for line in lines if line.split()[:1] == ["code-review"])
     _, text = run("workflows", "--json", env=project)
     listing = json.loads(text)
     review = next(w for w in listing["workflows"] if w["workflowId"] == "code-review")
@@ -79,7 +89,9 @@ def test_workflows_list_and_show(project: dict[str, str]) -> None:
     assert shown["compiled"]["sourceKind"] == "v1_pinned"
     assert shown["workflowHash"].startswith("sha256:")
     code, text = run("--json", "workflows", "show", "coding-task", env=project)
-    assert code == 0 and json.loads(text)["workflowId"] == "coding-task"
+    assert code == 0 and json.loads(text)["workflowId"] == "wr.coding-task"  # the alias
+    code, text = run("--json", "workflows", "show", "code-review", env=project)
+    assert code == 0 and json.loads(text)["workflowId"] == "code-review"  # a real id wins
     code, text = run("workflows", "show", "coding-task", env=project)
     assert code == 0 and "loop forEach" in text
     code, text = run("workflows", "show", "nope", env=project)
@@ -104,7 +116,7 @@ def test_workflows_show_of_an_invalid_file_is_workflow_invalid(
 
 
 def test_validate_warns_of_quoted_literals_without_changing_the_verdict(tmp_path: Path) -> None:
-    raw = json.loads((WORKFLOWS / "code-review.json").read_text())
+    raw = json.loads((LEGACY / "code-review.json").read_text())
     path = tmp_path / "review.json"
     clean = tmp_path / "clean.json"
     clean.write_text(json.dumps(raw))

@@ -11,7 +11,7 @@ from pathlib import Path
 from workrail.cli import main
 
 V3 = Path(__file__).resolve().parents[1] / "workflow" / "fixtures" / "v3"
-WORKFLOWS = Path(__file__).resolve().parents[2] / "workflows"
+LEGACY = Path(__file__).resolve().parents[1] / "fixtures" / "legacy_workflows"
 
 
 def run(*argv: str, env: dict[str, str] | None = None) -> tuple[int, str]:
@@ -33,7 +33,7 @@ def test_validate_names_the_constructs_and_their_releases() -> None:
 
 
 def test_a_v14_file_uses_only_v14_constructs() -> None:
-    code, text = run("validate", str(WORKFLOWS / "code-review.json"))
+    code, text = run("validate", str(LEGACY / "code-review.json"))
     assert code == 0 and "uses: WorkRail v1.4.0 constructs only" in text
 
 
@@ -57,9 +57,10 @@ def test_a_routine_beside_the_file_is_found(tmp_path: Path) -> None:
 def _reserved(tmp_path: Path) -> Path:
     library = tmp_path / "library"
     library.mkdir()
-    raw = json.loads((WORKFLOWS / "code-review.json").read_text())
+    raw = json.loads((LEGACY / "code-review.json").read_text())
     (library / "wr.review.json").write_text(json.dumps({**raw, "id": "wr.review"}))
-    (library / "code-review.json").write_text(json.dumps({**raw, "version": "9.9.9"}))
+    replacement = {**raw, "id": "wr.code-review", "version": "9.9.9"}
+    (library / "wr.code-review.json").write_text(json.dumps(replacement))
     return library
 
 
@@ -86,10 +87,11 @@ def test_a_library_workflow_replaces_the_bundled_one(tmp_path: Path) -> None:
         assert code == 0, text
         assert "wr.review" in text
         assert (
-            f"replaced: bundled code-review by the library's {library / 'code-review.json'}" in text
+            f"replaced: bundled wr.code-review by the library's {library / 'wr.code-review.json'}"
+            in text
         )
     code, text = run("workflows", "--json", "--library", str(library), env=env)
     listing = json.loads(text)
-    review = next(w for w in listing["workflows"] if w["workflowId"] == "code-review")
+    review = next(w for w in listing["workflows"] if w["workflowId"] == "wr.code-review")
     assert review["version"] == "9.9.9" and review["source"]["origin"] == "library"
     assert listing["shadowed"][0]["replacedByLibrary"] is True

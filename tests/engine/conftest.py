@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import REFERENCE
 from workrail.engine.api import Engine
-from workrail.engine.catalog import CatalogEntry
+from workrail.engine.catalog import CatalogEntry, WorkflowCatalog
 from workrail.engine.deps import EngineDeps
 from workrail.store.local.backend import LocalBackend
 from workrail.store.memory import MemoryBackend
@@ -69,11 +69,14 @@ def engine_over(
     backend: Backend,
     workflows: Path | None = None,
     entropy: Callable[[int], bytes] | None = None,
+    *,
+    catalog: WorkflowCatalog | None = None,
 ) -> Engine:
-    """The engine over any backend (optionally with reproducible ids)."""
+    """The engine over any backend (optionally with reproducible ids, or another catalog
+    than one directory's files as they are)."""
     deps = EngineDeps.over(
         backend,
-        DirCatalog(workflows or REFERENCE / "workflows"),
+        catalog or DirCatalog(workflows or REFERENCE / "workflows"),
         TokenCodec(backend.keyring.load().unwrap()),
     )
     if entropy is not None:

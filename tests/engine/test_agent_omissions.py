@@ -1,7 +1,8 @@
 """An agent's omission is never an INTERNAL_ERROR: a loop over a missing or ill-typed
 value the agent controls answers what is missing, its type and a nextCall supplying it,
 and writes nothing. A property test drives every bundled workflow with random contexts
-and outputs through the real engine and data directory."""
+and outputs through the real engine and data directory (and the former bundled workflows,
+kept as v1.4-era fixtures)."""
 
 from __future__ import annotations
 
@@ -15,13 +16,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.engine.conftest import make_engine
+from tests.engine.conftest import engine_over, make_engine
 from tests.engine.helpers import err, ok
+from workrail.app import DiscoveredCatalog
 from workrail.engine.api import Engine
 from workrail.store.local.backend import LocalBackend
+from workrail.workflow.sources import DiscoveryConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLED = ROOT / "workflows"
+LEGACY = ROOT / "tests" / "fixtures" / "legacy_workflows"
 REFERENCE_WORKFLOWS = ROOT / "tests" / "fixtures" / "reference" / "workflows"
 NOTES = "Done, with evidence: ran the checks, all green; test added; approve." * 3
 
@@ -45,8 +49,15 @@ def _advance_with(engine: Engine, call: dict[str, Any]) -> Any:
     )
 
 
+def _bundled_engine(data_dir: Path) -> Engine:
+    """The engine over the bundled library as discovery loads it (routines expanded)."""
+    only_bundled = {"WORKFLOW_INCLUDE_USER": "false", "WORKFLOW_INCLUDE_PROJECT": "false"}
+    config = DiscoveryConfig(data_dir / "home", data_dir, only_bundled, BUNDLED)
+    return engine_over(LocalBackend.open(data_dir), catalog=DiscoveredCatalog(config))
+
+
 def test_a_missing_foreach_list_names_the_key_and_writes_nothing(data_dir: Path) -> None:
-    engine = make_engine(data_dir, BUNDLED)
+    engine = make_engine(data_dir, LEGACY)
     start = ok(engine.start_workflow("code-review"))
     before = _events(data_dir)
     failure = err(engine.advance(start["stateToken"], start["ackToken"], notes_markdown=NOTES))
@@ -78,7 +89,7 @@ def test_a_missing_foreach_list_names_the_key_and_writes_nothing(data_dir: Path)
 
 
 def test_a_while_condition_over_an_unset_number_asks_for_it(data_dir: Path) -> None:
-    engine = make_engine(data_dir, BUNDLED)
+    engine = make_engine(data_dir, LEGACY)
     response = ok(engine.start_workflow("code-review", {"reviewAreas": [], "riskLevel": "low"}))
     while response["pending"]["stepId"] != "triage":
         response = ok(
@@ -194,14 +205,17 @@ def _loop_ids(definition: Any) -> list[str]:
     return [s["id"] for s in definition["steps"] if s.get("type") == "loop"] or ["none"]
 
 
-WORKFLOW_FILES = sorted([*BUNDLED.glob("*.json"), *REFERENCE_WORKFLOWS.glob("*.json")])
+WORKFLOW_FILES = sorted(
+    [*BUNDLED.glob("*.json"), *LEGACY.glob("*.json"), *REFERENCE_WORKFLOWS.glob("*.json")]
+)
 
 
 @pytest.fixture(scope="module")
 def shared_dirs() -> Iterator[dict[str, Engine]]:
     with tempfile.TemporaryDirectory() as root:
         engines = {
-            "bundled": make_engine(Path(root) / "bundled", BUNDLED),
+            "bundled": _bundled_engine(Path(root) / "bundled"),
+            "legacy": make_engine(Path(root) / "legacy", LEGACY),
             "reference": make_engine(Path(root) / "reference", REFERENCE_WORKFLOWS),
         }
         yield engines
@@ -212,7 +226,7 @@ def test_random_contexts_and_outputs_never_produce_an_internal_error(
     path: Path, shared_dirs: dict[str, Engine]
 ) -> None:
     definition = json.loads(path.read_text())
-    engine = shared_dirs["bundled" if path.parent == BUNDLED else "reference"]
+    engine = shared_dirs[{BUNDLED: "bundled", LEGACY: "legacy"}.get(path.parent, "reference")]
     keys = _variables(definition) or ["anything"]
     contexts = st.dictionaries(st.sampled_from(keys), JSON_VALUES, max_size=len(keys))
     step = st.tuples(

@@ -13,15 +13,16 @@ from workrail.workflow.jsvalues import compile_js_regex, python_only_syntax
 from workrail.workflow.sources import discover
 
 V3 = Path(__file__).parent / "fixtures" / "v3"
-WORKFLOWS = Path(__file__).resolve().parents[2] / "workflows"
+LEGACY = Path(__file__).resolve().parents[1] / "fixtures" / "legacy_workflows"
 
 
 def _library(tmp_path: Path) -> Path:
     library = tmp_path / "lib"
     (library / "routines").mkdir(parents=True)
-    raw = json.loads((WORKFLOWS / "code-review.json").read_text())
+    raw = json.loads((LEGACY / "code-review.json").read_text())
     (library / "wr.review.json").write_text(json.dumps({**raw, "id": "wr.review"}))
-    (library / "code-review.json").write_text(json.dumps({**raw, "version": "9.9.9"}))
+    replacement = {**raw, "id": "wr.code-review", "version": "9.9.9"}
+    (library / "wr.code-review.json").write_text(json.dumps(replacement))
     (library / "call.json").write_text((V3 / "routine-call.json").read_text())
     (library / "routines" / "check.json").write_text(
         (V3 / "routines" / "routine-e2e-check.json").read_text()
@@ -45,8 +46,8 @@ def test_library_dirs_come_from_the_environment_and_the_command_line(tmp_path: P
     assert origins[-1][0] == "bundled"
     catalog = discover(config.discovery)
     assert catalog.workflows["wr.review"].source.origin == "library"
-    assert catalog.workflows["code-review"].definition["version"] == "9.9.9"
-    replaced = [s for s in catalog.shadowed if s.workflow.workflow_id == "code-review"]
+    assert catalog.workflows["wr.code-review"].definition["version"] == "9.9.9"
+    replaced = [s for s in catalog.shadowed if s.workflow.workflow_id == "wr.code-review"]
     assert replaced[0].workflow.source.origin == "bundled"
     steps = [s["id"] for s in catalog.workflows["v3.routine-call"].definition["steps"]]
     assert steps == ["start", "check__inspect", "check__report", "finish"]

@@ -24,6 +24,7 @@ def test_constructs_are_detected() -> None:
     keys = {c.key for c in constructs_used(blocks)}
     assert {"steps", "promptBlocks", "features", "refs"} <= keys
     assert "templateCall" not in keys
-    bundled = json.loads((ROOT / "workflows" / "code-review.json").read_text())
-    assert uses_only_v14(bundled)
+    legacy = ROOT / "tests" / "fixtures" / "legacy_workflows" / "code-review.json"
+    assert uses_only_v14(json.loads(legacy.read_text()))
+    assert not uses_only_v14(json.loads((ROOT / "workflows" / "wr.code-review.json").read_text()))
     assert not uses_only_v14(blocks)

@@ -1,10 +1,11 @@
-"""`workrail demo`: a scripted agent drives the bundled `coding-task` workflow through the
+"""`workrail demo`: a scripted agent drives the bundled `wr.coding-task` workflow through the
 real MCP server (a `workrail mcp` subprocess over stdio, in a new temporary data directory
 or the one `--data-dir` names).
 
 It exercises what an agent relies on: start, advance with notes, a validation block and its
-one-call retry, checkpoint and its replay, an ack replay that writes nothing, a loop,
-rehydrate, a tampered token, completion; then prints the session's DAG. Every expectation
+one-call retry, checkpoint and its replay, an ack replay that writes nothing, a loop over
+the plan, rehydrate, a tampered token, a loop decided by an artifact, a hand-off contract,
+completion; then prints the session's DAG. Every expectation
 is checked, so the exit code makes it a smoke test. The session is kept, and the demo ends
 with the commands that show it; `--clean` removes it instead.
 """
@@ -37,7 +38,7 @@ if TYPE_CHECKING:  # the MCP client is imported only when the demo runs
     from mcp import Client, StdioServerParameters
     from mcp.types import CallToolResult
 
-WORKFLOW_ID = "coding-task"
+WORKFLOW_ID = "wr.coding-task"
 
 
 class DemoFailure(Exception):
@@ -73,32 +74,60 @@ class Report:
 
 
 NOTES: dict[str, str] = {
-    "understand": (
-        "**Goal**: add a `--json` flag to the report command so scripts can parse it.\n\n"
-        "**Files**: `report/cli.py`, `report/render.py`, `tests/test_report.py`.\n\n"
-        "**Open questions**: none.\n\n**Size**: small."
+    "triage": (
+        "**Task**: add a `--json` flag to the report command so scripts can parse it.\n\n"
+        "**Acceptance criteria**: 1. `report --json` prints valid JSON; 2. the default output "
+        "is unchanged.\n\n**Size and risk**: small (two files), low risk (internal command)."
+    ),
+    "gather-context__map-ground": (
+        "**Files**: `report/cli.py` (argument parsing), `report/render.py` (output), "
+        "`tests/test_report.py` (tests).\n\n**Commands**: `pytest`, `ruff check`, `mypy report`."
+        "\n\n**Conventions**: renderers return strings; the CLI only prints."
+    ),
+    "gather-context__sort-knowledge": (
+        "**Facts**: rendering is in `report/render.py:12`.\n\n**Assumptions**: none beyond "
+        "the documented output.\n\n**Questions**: none blocking."
     ),
     "plan": (
         "1. **Serializer**: add `to_json()` in `report/render.py`; check with a unit test in "
         "`tests/test_report.py`.\n"
         "2. **Flag**: wire `--json` in `report/cli.py`; check with a CLI test asserting valid "
         "JSON on stdout.\n\n**Risks**: none beyond output format; the default stays unchanged."
+        "\n\n**Coverage**: criterion 1 -> slice 2, criterion 2 -> slice 1."
     ),
     "implement-slice": (
         "Changed the files named in the plan for this slice; added a test first, then the "
-        "smallest change. `pytest tests/test_report.py` → passed."
+        "smallest change. `pytest tests/test_report.py` → 3 passed."
     ),
+    "run-tests__read": "`ruff` flagged an unused import in `report/cli.py`: a product bug.",
     "fix-failures": (
         "`ruff` flagged an unused import in `report/cli.py`; removed it. The checks run again next."
     ),
-    "summarize": (
-        "**What changed**: the report command gains `--json` for scripts.\n\n"
+    "verify__criteria": (
+        "1. `report --json` prints valid JSON: met (evidence: ran `report --json | python -m "
+        "json.tool`, output parsed).\n2. Default output unchanged: met (evidence: "
+        "`tests/test_report.py:40` passes)."
+    ),
+    "verify__loose-ends": "**Cleanups**: none. **Remaining**: no follow-ups.",
+    "handoff__write": (
+        "**Summary**: the report command gains `--json` for scripts.\n\n"
+        "**Decisions**: a separate serializer, so the default renderer is untouched.\n\n"
         "**Files**: `report/render.py` (serializer), `report/cli.py` (flag), "
         "`tests/test_report.py` (tests).\n\n"
         "**Verification**: `pytest` → 42 passed; `mypy report` → clean; `ruff check` → clean.\n\n"
-        "**Follow-ups**: none."
+        "**Limitations**: none."
     ),
 }
+HANDOFF: dict[str, Any] = {
+    "kind": "wr.coding_handoff",
+    "version": 1,
+    "keyDecisions": ["A separate serializer keeps the default renderer untouched"],
+    "knownLimitations": [],
+    "testsAdded": ["tests/test_report.py::test_json_output"],
+    "filesChanged": ["report/render.py", "report/cli.py", "tests/test_report.py"],
+}
+FORMER_ID = "coding-task"
+"""The id the workflow had before the library moved into the wr. namespace (an alias)."""
 
 
 def _body(result: CallToolResult) -> dict[str, Any]:
@@ -134,11 +163,14 @@ async def _advance(
     current: dict[str, Any],
     notes: str,
     context: dict[str, Any] | None = None,
+    artifacts: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Send the response's own nextCall, adding notes — exactly what an agent is told to do."""
     call = current["nextCall"]
     params: dict[str, Any] = dict(call["params"])
     params["output"] = {"notesMarkdown": notes}
+    if artifacts:
+        params["output"]["artifacts"] = artifacts
     if context is not None:
         params["context"] = context
     return await _call(client, report, call["tool"], params)
@@ -149,28 +181,37 @@ def _pending(body: dict[str, Any]) -> str | None:
     return pending["stepId"] if isinstance(pending, dict) else None
 
 
+def _decision(decision: str) -> list[dict[str, Any]]:
+    return [{"kind": "wr.loop_control", "loopId": "test-loop", "decision": decision}]
+
+
 async def _script(client: Client, report: Report) -> str:
     report.section("Discover")
     listed = await _call(client, report, "list_workflows", {})
     ids = [w["workflowId"] for w in listed["workflows"]]
     report.check(f"list_workflows offers {WORKFLOW_ID}", WORKFLOW_ID in ids, ", ".join(ids))
-    inspected = await _call(client, report, "inspect_workflow", {"workflowId": WORKFLOW_ID})
+    inspected = await _call(client, report, "inspect_workflow", {"workflowId": FORMER_ID})
+    report.check(
+        f"inspect_workflow '{FORMER_ID}' (the former id) answers {WORKFLOW_ID}",
+        inspected.get("workflowId") == WORKFLOW_ID,
+        str(inspected.get("workflowId")),
+    )
     report.check(
         "inspect_workflow previews the first step",
-        inspected["compiled"].get("preview", {}).get("stepId") == "understand",
+        inspected["compiled"].get("preview", {}).get("stepId") == "triage",
     )
 
     report.section("Start and advance")
     r = await _call(client, report, "start_workflow", {"workflowId": WORKFLOW_ID, "context": {}})
     report.session_id = str(r.get("sessionId") or "")
-    report.check("start_workflow → pending 'understand'", _pending(r) == "understand")
+    report.check("start_workflow → pending 'triage'", _pending(r) == "triage")
     report.check("response carries a ready nextCall", r["nextCall"]["tool"] == "continue_workflow")
-    r = await _advance(client, report, r, NOTES["understand"], {"taskComplexity": "small"})
-    report.check(
-        "small task skips 'confirm-plan' → pending 'plan'",
-        _pending(r) == "plan",
-        str(_pending(r)),
-    )
+    small = {"taskComplexity": "small", "riskLevel": "low"}
+    r = await _advance(client, report, r, NOTES["triage"], small)
+    for step in ("gather-context__map-ground", "gather-context__sort-knowledge"):
+        report.check(f"the context-gathering routine → pending '{step}'", _pending(r) == step)
+        r = await _advance(client, report, r, NOTES[step])
+    report.check("routine done → pending 'plan'", _pending(r) == "plan", str(_pending(r)))
 
     report.section("Checkpoint before risky work")
     ckpt = await _call(
@@ -198,7 +239,7 @@ async def _script(client: Client, report: Report) -> str:
     slices = {"planSlices": ["serializer", "flag"]}
     r = await _advance(client, report, blocked, NOTES["plan"], slices)
     report.check(
-        "retry via nextCall (retryAckToken) → pending 'implement-slice'",
+        "retry via nextCall; a small task skips the plan review → pending 'implement-slice'",
         _pending(r) == "implement-slice",
         str(_pending(r)),
     )
@@ -221,7 +262,7 @@ async def _script(client: Client, report: Report) -> str:
     for n in (1, 2):
         r = await _advance(client, report, r, NOTES["implement-slice"])
         report.check(f"slice {n} done", r.get("kind") == "ok", f"next: {_pending(r)}")
-    report.check("loop exits → pending 'run-checks'", _pending(r) == "run-checks")
+    report.check("loop exits → pending 'run-tests__run'", _pending(r) == "run-tests__run")
 
     report.section("Lose context, rehydrate")
     before = report.event_count()
@@ -230,7 +271,7 @@ async def _script(client: Client, report: Report) -> str:
     )
     report.check(
         "rehydrate returns the same pending step and writes nothing",
-        _pending(rehydrated) == "run-checks" and report.event_count() == before,
+        _pending(rehydrated) == "run-tests__run" and report.event_count() == before,
     )
     r = rehydrated
 
@@ -249,16 +290,35 @@ async def _script(client: Client, report: Report) -> str:
     )
     report.console.print_json(json.dumps(bad))
 
-    report.section("Verify (while loop), summarize, complete")
-    r = await _advance(client, report, r, "`pytest` → 1 failed (lint).", {"checksPassed": False})
-    report.check("failed checks → pending 'fix-failures'", _pending(r) == "fix-failures")
+    report.section("Tests until green (a loop decided by an artifact)")
+    r = await _advance(client, report, r, "`pytest` → 41 passed, 1 failed.", {"testsFailing": 1})
+    r = await _advance(client, report, r, NOTES["run-tests__read"])
+    report.check("a failing run → pending 'fix-failures'", _pending(r) == "fix-failures")
     r = await _advance(client, report, r, NOTES["fix-failures"])
-    report.check("checks run again → pending 'run-checks'", _pending(r) == "run-checks")
     r = await _advance(
-        client, report, r, "`pytest` → passed; `ruff` → clean.", {"checksPassed": True}
+        client, report, r, "Fixed one failure: run again.", None, _decision("continue")
     )
-    report.check("passing checks exit the loop → pending 'summarize'", _pending(r) == "summarize")
-    r = await _advance(client, report, r, NOTES["summarize"])
+    report.check("decision 'continue' → the tests run again", _pending(r) == "run-tests__run")
+    r = await _advance(client, report, r, "`pytest` → 42 passed.", {"testsFailing": 0})
+    r = await _advance(client, report, r, "No failures.")
+    report.check("a green run skips 'fix-failures'", _pending(r) == "test-decision")
+    r = await _advance(client, report, r, "Green: stop.", None, _decision("stop"))
+    report.check(
+        "decision 'stop' exits the loop; low risk skips the security pass",
+        _pending(r) == "verify__criteria",
+        str(_pending(r)),
+    )
+
+    report.section("Verify, hand off, complete")
+    r = await _advance(client, report, r, NOTES["verify__criteria"], {"verificationPassed": True})
+    r = await _advance(client, report, r, NOTES["verify__loose-ends"])
+    report.check("verification done → pending 'handoff__write'", _pending(r) == "handoff__write")
+    blocked = await _advance(client, report, r, NOTES["handoff__write"])
+    report.check(
+        "a hand-off without its wr.coding_handoff artifact is blocked",
+        blocked.get("kind") == "blocked",
+    )
+    r = await _advance(client, report, blocked, NOTES["handoff__write"], None, [HANDOFF])
     report.check(
         "workflow complete",
         r.get("isComplete") is True and r.get("nextIntent") == "complete" and r["nextCall"] is None,

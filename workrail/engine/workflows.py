@@ -28,6 +28,7 @@ def list_workflows(deps: EngineDeps) -> dict[str, Any]:
             "version": entry.version,
             "kind": "workflow",
             "workflowHash": preview_hash,
+            **(catalogue_fields(entry.definition) if entry.definition is not None else {}),
         }
         if entry.definition is None:
             # Marked, so an agent does not pick it and a person knows where to look.

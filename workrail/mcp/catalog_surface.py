@@ -28,6 +28,7 @@ from mcp_types import (
 from workrail.engine.api import Engine
 from workrail.mcp.content import runnable_workflows
 from workrail.mcp.validation import clip
+from workrail.workflow.aliases import alias_target
 
 WORKFLOW_URI_PREFIX: Final = "workrail://workflows/"
 WORKFLOW_URI_TEMPLATE: Final = WORKFLOW_URI_PREFIX + "{workflowId}"
@@ -54,8 +55,19 @@ def list_prompts(engine: Engine, reserved: frozenset[str] = frozenset()) -> list
     ]
 
 
+def _prompt_workflow(engine: Engine, name: str) -> dict[str, Any] | None:
+    """The workflow a prompt name starts: its own id, or a former bundled id (aliases.py),
+    so a saved `/workrail:coding-task` keeps working."""
+    workflows = runnable_workflows(engine)
+    for wanted in (name, alias_target(name)):
+        found = next((w for w in workflows if w["workflowId"] == wanted), None)
+        if found is not None:
+            return found
+    return None
+
+
 def get_prompt(engine: Engine, name: str, arguments: dict[str, Any] | None) -> GetPromptResult:
-    workflow = next((w for w in runnable_workflows(engine) if w["workflowId"] == name), None)
+    workflow = _prompt_workflow(engine, name)
     if workflow is None:
         raise MCPError(
             code=INVALID_PARAMS,
@@ -65,11 +77,12 @@ def get_prompt(engine: Engine, name: str, arguments: dict[str, Any] | None) -> G
     goal = (arguments or {}).get("goal")
     if goal is not None and not isinstance(goal, str):
         raise MCPError(code=INVALID_PARAMS, message="Prompt argument 'goal' must be a string.")
-    call: dict[str, Any] = {"workflowId": name}
+    workflow_id = str(workflow["workflowId"])
+    call: dict[str, Any] = {"workflowId": workflow_id}
     if goal:
         call["context"] = {"goal": goal[:GOAL_MAX_CHARS]}
     text = (
-        f"Run the WorkRail workflow “{workflow['name']}” ({name}) with me. Call the "
+        f"Run the WorkRail workflow “{workflow['name']}” ({workflow_id}) with me. Call the "
         f"start_workflow tool with {json.dumps(call, ensure_ascii=False)}. Then do the step "
         "it returns, and call continue_workflow as its nextCall says (add "
         "output.notesMarkdown describing what you did). Keep going step by step until "

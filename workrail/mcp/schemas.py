@@ -35,7 +35,7 @@ _WORKFLOW_ID: dict[str, Any] = {
     "minLength": 1,
     "maxLength": WORKFLOW_ID_MAX_CHARS,
     "pattern": WORKFLOW_ID_PATTERN,
-    "description": 'The workflowId exactly as list_workflows returns it, e.g. "coding-task".',
+    "description": 'The workflowId exactly as list_workflows returns it, e.g. "wr.coding-task".',
 }
 
 _CONTEXT: dict[str, Any] = {
@@ -117,7 +117,7 @@ INSPECT_WORKFLOW = ToolSpec(
         ["workflowId"],
     ),
     annotations=_annotations(read_only=True, idempotent=True),
-    example={"workflowId": "coding-task", "mode": "preview"},
+    example={"workflowId": "wr.coding-task", "mode": "preview"},
     output_schema=INSPECT_OUTPUT,
 )
 
@@ -147,7 +147,7 @@ START_WORKFLOW = ToolSpec(
         ["workflowId"],
     ),
     annotations=_annotations(read_only=False, idempotent=False),
-    example={"workflowId": "coding-task", "context": {}},
+    example={"workflowId": "wr.coding-task", "context": {}},
     output_schema=START_OUTPUT,
 )
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from returns.result import Failure, Result, Success
 
+from workrail.workflow.aliases import alias_target
 from workrail.workflow.compiler import CompiledWorkflow, compile_pinned
 from workrail.workflow.envelopes import (
     PinnedWorkflow,
@@ -144,8 +145,13 @@ class Catalog:
     invalid_routines: tuple[InvalidWorkflow, ...] = ()
 
     def resolve(self, workflow_id: str) -> Result[LoadedWorkflow, WorkflowNotFound]:
-        """The winning valid definition; invalid or unknown ids are not found."""
+        """The winning valid definition; invalid or unknown ids are not found. A former
+        id of a bundled workflow (aliases.py) answers with the workflow it became, unless
+        a valid workflow still has that id."""
         found = self.workflows.get(workflow_id)
+        if found is None:
+            target = alias_target(workflow_id)
+            found = self.workflows.get(target) if target is not None else None
         return Success(found) if found is not None else Failure(WorkflowNotFound(workflow_id))
 
     def summaries(self) -> list[dict[str, Any]]:

@@ -1,4 +1,7 @@
-"""Drive each bundled workflow the way an agent would, through the advance API."""
+"""Drive the former bundled workflows (now v1.4-era fixtures, the files the aliases
+`coding-task`, `bug-investigation` and `code-review` used to serve) the way an agent
+would, through the advance API. The library that replaced them is driven end to end in
+tests/workflows_library."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from typing import Any
 from workrail.workflow import Advanced, AdvanceRequest, compile_definition, decide_advance, start
 from workrail.workflow.prompts import render_pending
 
-WORKFLOWS = Path(__file__).resolve().parents[2] / "workflows"
+WORKFLOWS = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "legacy_workflows"
 ATTEMPT = "attempt_klnxots3oln5nsrbniarnqfm6i"
 LONG_NOTES = (
     "Approve. Verification: ran the test suite and linters, all green. Test added. "

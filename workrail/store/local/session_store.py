@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Literal, Protocol, TypeVar
 
 from returns.result import Failure, Result, Success
 
@@ -72,7 +72,14 @@ from workrail.store.gc_pause import collector_paused
 from workrail.store.local.layout import Layout, UnsafeReference
 from workrail.store.local.lock import SessionLockRegistry, WriterLock
 from workrail.store.local.session_cache import SessionCache
-from workrail.store.ports import LIST_PAGE_MAX, AppendOutcome, AppendPlan, PrefixLoad, SessionLog
+from workrail.store.ports import (
+    LIST_PAGE_MAX,
+    AppendOutcome,
+    AppendPlan,
+    IdleDelete,
+    PrefixLoad,
+    SessionLog,
+)
 
 T = TypeVar("T")
 E = TypeVar("E")
@@ -428,8 +435,26 @@ class LocalSessionStore:
 
     def delete(self, session_id: str) -> Result[bool, StoreError]:
         """Rename the directory aside while holding the writer, then remove it."""
+        done = self._delete(session_id, None)
+        if isinstance(done, Failure):
+            return Failure(done.failure())
+        return Success(done.unwrap() == "deleted")
 
-        def remove(session_dir: Path) -> Result[Path, StoreError]:
+    def delete_idle(
+        self, session_id: str, *, idle_before: datetime
+    ) -> Result[IdleDelete, StoreError]:
+        """The manifest's mtime (every append ends by writing it, under the writer) is
+        read again once the writer is held: a session written since is kept."""
+        return self._delete(session_id, idle_before)
+
+    def _delete(
+        self, session_id: str, idle_before: datetime | None
+    ) -> Result[IdleDelete, StoreError]:
+        def remove(session_dir: Path) -> Result[Path | Literal["active"], StoreError]:
+            if idle_before is not None:
+                st = os.lstat(session_dir / MANIFEST)
+                if datetime.fromtimestamp(st.st_mtime, UTC) >= idle_before:
+                    return Success("active")
             trash = session_dir.with_name(
                 f"{TRASH_PREFIX}{session_id}-{secrets.token_hex(4)}"
             )
@@ -446,9 +471,11 @@ class LocalSessionStore:
             return Failure(outcome.failure())
         trash = outcome.unwrap()
         if trash is None:
-            return Success(False)
+            return Success("absent")
+        if trash == "active":
+            return Success("active")
         shutil.rmtree(trash, ignore_errors=True)
-        return Success(True)
+        return Success("deleted")
 
     def sweep_trash(self) -> None:
         """Finish removals a crash interrupted (directories already renamed aside)."""

@@ -438,7 +438,7 @@ def run_events(cli: Cli) -> int:
                 if cli.as_json:
                     cli.out.write(json.dumps(event.to_json(), ensure_ascii=False) + "\n")
                 else:
-                    cli.out.write(_event_line(event) + "\n")
+                    cli.write_line(_event_line(event))
             cli.out.flush()
             cursor = page.next_cursor
             if not page.at_end:

@@ -9,6 +9,7 @@ from typing import Any, TextIO
 
 from returns.result import Failure
 
+from workrail.core.text import screen_safe
 from workrail.core.wording import counted
 from workrail.workflow.catalog import (
     Catalog,
@@ -85,14 +86,20 @@ def run_validate(args: argparse.Namespace, out: TextIO, as_json: bool) -> int:
         out.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     else:
         for name in missing:
-            out.write(f"MISSING  {name}: no such file or directory\n")
+            out.write(screen_safe(f"MISSING  {name}: no such file or directory\n"))
         for r in results:
             if isinstance(r, LoadedWorkflow):
-                out.write(f"OK       {r.path}  ({r.workflow_id}, {r.pinned().workflow_hash()})\n")
+                out.write(
+                    screen_safe(
+                        f"OK       {r.path}  ({r.workflow_id}, {r.pinned().workflow_hash()})\n"
+                    )
+                )
             else:
-                out.write(f"INVALID  {r.path}  ({counted(len(r.problems), 'problem')})\n")
+                out.write(
+                    screen_safe(f"INVALID  {r.path}  ({counted(len(r.problems), 'problem')})\n")
+                )
                 for p in r.problems:
-                    out.write(f"    {p.code}  {p.line()}\n")
+                    out.write(screen_safe(f"    {p.code}  {p.line()}\n"))
         valid = sum(isinstance(r, LoadedWorkflow) for r in results)
         out.write(f"{valid}/{len(results)} valid\n")
         if missing:

@@ -1,6 +1,10 @@
 """Text normalisation for search and resume (spec 70 §9): Unicode NFKC, then a
 locale-independent lowercase, then tokens `[a-z0-9_-]+`. One definition, so what the
-index stores and what a query asks for are cut the same way."""
+index stores and what a query asks for are cut the same way.
+
+Also the one way agent-written text is made inert for a person's screen: control
+characters (which a terminal obeys: clear the screen, set the window title, hide a
+hyperlink) and bidirectional controls (which reorder what is shown) become visible marks."""
 
 from __future__ import annotations
 
@@ -11,6 +15,10 @@ from typing import Final
 from workrail.core.budgets import TRUNCATION_MARKER
 
 TOKEN_RE: Final = re.compile(r"[a-z0-9_-]+")
+CONTROL_RE: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""C0 controls but tab and newline, DEL, and the C1 controls (CSI, OSC, ST among them)."""
+BIDI_RE: Final = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Bidirectional formatting controls: embeddings, overrides, isolates and marks."""
 
 
 def normalise(text: str) -> str:
@@ -30,3 +38,20 @@ def first_line(text: str, limit: int = 120) -> str:
         if line:
             return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
     return ""
+
+
+def visible_controls(text: str) -> str:
+    """Every control character but tab and newline as `\\xNN`, so printing agent text on
+    a terminal can never send it an escape sequence (ESC, CSI, OSC 0 titles, OSC 8 links)."""
+    return CONTROL_RE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def visible_bidi(text: str) -> str:
+    """Every bidirectional control as `[U+XXXX]`, so it cannot reorder what is shown (the
+    marks are plain ASCII: safe in HTML text and attributes alike)."""
+    return BIDI_RE.sub(lambda m: f"[U+{ord(m.group()):04X}]", text)
+
+
+def screen_safe(text: str) -> str:
+    """Both: what a person's terminal or page may show of agent-written text."""
+    return visible_bidi(visible_controls(text))

@@ -12,11 +12,12 @@ hash on both sides. Nothing is ever deleted from the source.
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
-from returns.result import Failure, Result
+from returns.result import Failure, Result, Success
 
 from workrail import __version__
 from workrail.app import open_backend_at
@@ -268,6 +269,10 @@ def _session(source: Backend, target: Backend, sid: str) -> tuple[Outcome, str]:
         return "failed", validated.failure().message
     imported = import_validated(target, validated.unwrap(), mint_session_id=lambda: "")
     if isinstance(imported, Failure):
+        problem = imported.failure()
+        contended = (problem.details or {}).get("storeCode") == "SESSION_LOCKED"
+        if _written_meanwhile(target, sid, data, wait=contended):
+            return "skipped", "another migration wrote it meanwhile"
         return "failed", imported.failure().message
     moved = _export(target, sid)
     if isinstance(moved, Failure) or moved.unwrap() != data:
@@ -276,6 +281,26 @@ def _session(source: Backend, target: Backend, sid: str) -> tuple[Outcome, str]:
     if carried:
         return "failed", carried
     return "moved", ""
+
+
+WRITTEN_MEANWHILE_WAIT: Final = 30.0
+"""How long a session another migration is writing right now may take to appear."""
+
+
+def _written_meanwhile(target: Backend, sid: str, data: bytes, *, wait: bool) -> bool:
+    """After an import that failed: whether another run (two `migrate`s at once) wrote this
+    very session since it was found missing. With `wait` (the import found the session
+    locked: that run is writing it now) its write is waited for; it is visible, whole,
+    once committed."""
+    deadline = time.monotonic() + (WRITTEN_MEANWHILE_WAIT if wait else 0.0)
+    while True:
+        there = target.sessions.exists(sid)
+        if isinstance(there, Success) and there.unwrap():
+            exported = _export(target, sid)
+            return isinstance(exported, Success) and exported.unwrap() == data
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
 
 
 def _lifecycle(source: Backend, target: Backend, sid: str) -> str:

@@ -55,6 +55,32 @@ def test_catalog_is_reused_until_a_file_changes(tmp_path: Path) -> None:
     assert catalog.get("beta") is None
 
 
+def test_an_invalid_file_is_answered_as_invalid_not_unknown(tmp_path: Path) -> None:
+    """The engine hears which file defines the id and what is wrong with it, so it can
+    answer WORKFLOW_INVALID rather than NOT_FOUND; a valid definition still wins."""
+    custom = tmp_path / "wf"
+    custom.mkdir()
+    (custom / "broken.json").write_text(json.dumps({"id": "broken", "steps": []}))
+    config = DiscoveryConfig(
+        home=tmp_path / "home",
+        cwd=tmp_path,
+        env={"WORKFLOW_STORAGE_PATH": str(custom), "WORKFLOW_INCLUDE_BUNDLED": "false"},
+        bundled_dir=None,
+    )
+    catalog = DiscoveredCatalog(config)
+    entry = catalog.get("broken")
+    assert entry is not None and entry.definition is None
+    assert entry.source_path == str(custom / "broken.json")
+    assert entry.problems and all(p["path"].startswith("$") for p in entry.problems)
+    (listed,) = catalog.entries()
+    assert listed.source_path == entry.source_path and listed.problems == entry.problems
+    assert catalog.get("nope") is None
+
+    (custom / "fixed.json").write_text(_workflow("broken"))
+    fixed = catalog.get("broken")
+    assert fixed is not None and fixed.definition is not None and fixed.problems == ()
+
+
 def test_a_store_opened_by_location_honours_allow_insecure_keys(tmp_path: Path) -> None:
     """`workrail migrate` opens both stores by location: the configuration's
     allow_insecure_keys applies there as it does to the configured store."""

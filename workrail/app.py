@@ -22,7 +22,7 @@ from workrail.engine.signing import KeyringCodec
 from workrail.probes.git import GitWorkspaceProbe
 from workrail.store.local.backend import LocalBackend
 from workrail.store.ports import Backend
-from workrail.workflow.catalog import Catalog, LoadedWorkflow
+from workrail.workflow.catalog import Catalog, InvalidWorkflow, LoadedWorkflow
 from workrail.workflow.sources import DiscoveryConfig, discover
 
 if TYPE_CHECKING:
@@ -94,22 +94,33 @@ class DiscoveredCatalog:
             wid = bad.workflow_id
             if wid is not None and wid not in known:
                 known.add(wid)
-                rows.append(
-                    CatalogEntry(
-                        workflow_id=wid,
-                        source_kind=bad.source.kind,
-                        source_ref=bad.source.ref,
-                        definition=None,
-                        name=bad.name or wid,
-                        description=bad.description or "",
-                        version=bad.version or "",
-                    )
-                )
+                rows.append(_invalid_entry(wid, bad))
         return rows
 
     def get(self, workflow_id: str) -> CatalogEntry | None:
-        found = self.catalog().resolve(workflow_id)
-        return _entry(found.unwrap()) if isinstance(found, Success) else None
+        catalog = self.catalog()
+        found = catalog.resolve(workflow_id)
+        if isinstance(found, Success):
+            return _entry(found.unwrap())
+        # No valid definition: the first invalid file with the id (by precedence) says why.
+        for bad in catalog.invalid:
+            if bad.workflow_id == workflow_id:
+                return _invalid_entry(workflow_id, bad)
+        return None
+
+
+def _invalid_entry(workflow_id: str, bad: InvalidWorkflow) -> CatalogEntry:
+    return CatalogEntry(
+        workflow_id=workflow_id,
+        source_kind=bad.source.kind,
+        source_ref=bad.source.ref,
+        definition=None,
+        name=bad.name or workflow_id,
+        description=bad.description or "",
+        version=bad.version or "",
+        source_path=str(bad.path),
+        problems=tuple(p.to_json() for p in bad.problems),
+    )
 
 
 StartupCode = Literal[

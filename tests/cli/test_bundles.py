@@ -10,6 +10,8 @@ from tests.bundle.helpers import PROBE, tree_fingerprint
 from workrail.bundle.validate import validate_bytes
 from workrail.cli import main
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 def _run(argv: list[str], data: Path) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
@@ -37,9 +39,20 @@ def test_export_to_file_then_import_prints_fresh_tokens(
     assert minted["runId"] == run["runId"] and minted["nodeId"] == run["preferredTipNodeId"]
     assert minted["stateToken"].startswith("st1")
 
-    code, out, _ = _run(["import", str(target)], data_dir)  # again: a collision
+    before = tree_fingerprint(data_dir / "sessions")
+    code, out, _ = _run(["import", str(target)], data_dir)  # again: already here
+    assert code == 0
+    assert f"already imported as {PROBE}" in out and "--copy" in out
+    assert tree_fingerprint(data_dir / "sessions") == before, "nothing was written"
+    code, out, _ = _run(["import", str(target), "--json"], data_dir)
+    assert json.loads(out)["alreadyImportedAs"] == PROBE
+
+    code, out, _ = _run(["import", str(target), "--copy"], data_dir)  # a second copy
     assert code == 0
     assert "renamed from " + PROBE in out and "continue at node" in out
+    # a person's summary: no tokens, no JSON dump, what to do next
+    assert "st1" not in out and "ack1" not in out and '"tokens"' not in out
+    assert len(out) < 1000 and "resume_session" in out and "workrail sessions show" in out
 
 
 def test_export_to_stdout_puts_the_summary_on_stderr(reference_data: Path) -> None:
@@ -89,3 +102,29 @@ def test_salvage_export_is_announced(reference_data: Path, tmp_path: Path) -> No
     assert "WARNING" in out and "validated prefix" in out
     code, out, _ = _run(["export", PROBE, "-o", str(tmp_path / "b.json"), "--json"], reference_data)
     assert json.loads(out)["complete"] is False
+
+
+def test_import_json_has_the_fields_docs_mcp_names(
+    reference_data: Path, data_dir: Path, tmp_path: Path
+) -> None:
+    import re
+
+    doc = " ".join((ROOT / "docs" / "mcp.md").read_text(encoding="utf-8").split())
+    named = re.search(r"`--json` prints `\{(.*?)\}`, where `tokens` is `\{(.*?)\}`", doc)
+    assert named is not None
+
+    def top(fields: str) -> set[str]:
+        flat = re.sub(r"\[\{[^]]*\}\]", "", fields)
+        return {f.split(":")[0].strip() for f in flat.split(",") if f.strip()}
+
+    target = tmp_path / "probe.bundle.json"
+    assert _run(["export", PROBE, "-o", str(target)], reference_data)[0] == 0
+    code, out, _ = _run(["import", str(target), "--json"], data_dir)
+    assert code == 0
+    payload = json.loads(out)
+    assert set(payload) == top(named.group(1))
+    assert set(payload["tokens"]) == top(named.group(2))
+    runs = re.search(r"runs: \[\{(.*?)\}\]", named.group(2))
+    assert runs is not None
+    documented = {f.strip() for f in runs.group(1).split(",")}
+    assert set(payload["tokens"]["runs"][0]) <= documented

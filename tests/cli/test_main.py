@@ -221,6 +221,9 @@ def test_keys_rotate_keeps_old_tokens_valid(
     assert (data_dir / "keys" / "keyring.json").read_bytes() != before
     # A restarted engine (new keyring) still accepts the token signed by the previous key.
     assert make_engine(data_dir).rehydrate(r["stateToken"]).unwrap()["pending"]["stepId"] == "plan"
+    assert main(["--data-dir", str(data_dir), "keys", "rotate"]) == 0
+    said = capsys.readouterr().out.strip()
+    assert str(data_dir) in said and said.endswith("until the next rotation.")
 
 
 # --- checkpoint records -----------------------------------------------------------------
@@ -444,3 +447,16 @@ def test_validate_loads_neither_the_sdk_nor_the_store() -> None:
     assert "workrail.cli.workflows" in loaded
     assert not {m for m in loaded if m == "mcp" or m.startswith("mcp.")}
     assert "workrail.store.local.session_store" not in loaded
+
+
+def test_a_wrong_postgres_password_is_not_labelled_retryable(
+    postgres_cluster: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = postgres_cluster.url("postgres", password="not-the-password")
+    assert main(["--store", url, "sessions", "--json"]) == 2
+    error = json.loads(capsys.readouterr().out)["error"]
+    assert error["code"] == "CONFIG_INVALID" and error["retry"]["kind"] == "not_retryable"
+    assert main(["--store", url, "sessions"]) == 2
+    err = capsys.readouterr().err
+    assert "refused the credentials" in err and "retryable" not in err
+    assert "not-the-password" not in err

@@ -109,3 +109,61 @@ def test_an_unreachable_target_is_one_line(
     assert main(["migrate", "--from", str(data_dir), "--to", url]) == 1
     err = capsys.readouterr().err
     assert "Cannot reach PostgreSQL" in err and "pa55word" not in err and "Traceback" not in err
+
+
+def _stamped(backend: Any) -> dict[str, Any]:
+    """Each session's last activity as the store and its summaries say it, by id."""
+    from workrail.store.ports import SessionFilter
+
+    page = backend.query.page(SessionFilter(archived="include"), limit=500).unwrap()
+    listed = {s.session_id: s.last_activity for s in page.summaries}
+    stored = {sid: backend.sessions.last_activity(sid).unwrap() for sid in listed}
+    assert listed == stored
+    return listed
+
+
+def test_last_activity_survives_the_move_both_ways(
+    reference_data: Path, postgres_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The log has no clock: the stamp of the source's last append travels with each
+    session, so list order and prune --older-than mean the same after a move."""
+    import os
+    from datetime import UTC, datetime, timedelta
+
+    days = {sid: 10 * (n + 1) for n, sid in enumerate(SESSIONS)}  # 10, 20, … days ago
+    now = datetime.now(UTC).replace(microsecond=123456)
+    for sid, age in days.items():
+        manifest = reference_data / "sessions" / sid / "manifest.jsonl"
+        stamp = int((now - timedelta(days=age)).timestamp()) * 10**9 + 123456789
+        os.utime(manifest, ns=(stamp, stamp))
+    source = LocalBackend.open(reference_data)
+    before = _stamped(source)
+    source.close()
+    assert len(before) == len(SESSIONS)
+
+    assert _migrate(str(reference_data), postgres_url, capsys)[0] == 0
+    pg = open_postgres_backend(postgres_url).unwrap()
+    try:
+        assert _stamped(pg) == before
+    finally:
+        pg.close()
+    back = tmp_path / "back"
+    assert _migrate(postgres_url, str(back), capsys)[0] == 0
+    assert _stamped(LocalBackend.open(back)) == before
+
+    oldest = max(days.values())
+    code = main(
+        [
+            "--data-dir",
+            str(back),
+            "sessions",
+            "prune",
+            "--older-than",
+            f"{oldest - 5}d",
+            "--dry-run",
+            "--json",
+        ]
+    )
+    assert code == 0
+    chosen = set(json.loads(capsys.readouterr().out)["selected"])
+    assert chosen == {sid for sid, age in days.items() if age > oldest - 5}

@@ -163,3 +163,44 @@ def test_a_port_in_use_is_one_line_and_exit_1(data_dir: Path, command: list[str]
         f"workrail {command[0]}: port {port} on 127.0.0.1 is already in use; stop what holds "
         "it or pick another with --port.\n"
     )
+
+
+@pytest.mark.parametrize("command", [["serve"], ["mcp", "--http"]])
+@pytest.mark.parametrize("where", ["pipe", "file"])
+def test_an_http_server_says_it_is_ready_without_a_terminal_too(
+    data_dir: Path, tmp_path: Path, command: list[str], where: str
+) -> None:
+    """Under nohup, a service manager or `2>log`, stderr is a pipe or a file: the ready
+    line (with the console's secret link for serve) still reaches it."""
+    port = free_port()
+    log = tmp_path / "server.log"
+    with open(log, "wb") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "workrail", *command, "--port", str(port)],
+            cwd=ROOT,
+            env={**server_env(data_dir), "WORKRAIL_LOG_LEVEL": "WARNING"},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE if where == "pipe" else sink,
+        )
+        try:
+            if where == "pipe":
+                assert proc.stderr is not None
+                line = proc.stderr.readline().decode()
+            else:
+                deadline = time.monotonic() + START_TIMEOUT
+                while b"\n" not in log.read_bytes():
+                    assert proc.poll() is None, log.read_text()
+                    assert time.monotonic() < deadline, "no ready line"
+                    time.sleep(0.05)
+                line = log.read_text().splitlines()[0]
+        finally:
+            proc.terminate()
+            proc.wait(timeout=STOP_TIMEOUT)
+            for stream in (proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+    assert line.startswith(f"workrail {command[0]} ")
+    assert f"http://127.0.0.1:{port}/mcp" in line
+    if command == ["serve"]:
+        assert f"http://127.0.0.1:{port}/console/?secret=" in line

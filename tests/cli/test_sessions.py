@@ -68,6 +68,24 @@ def test_list_shows_full_ids_status_progress_and_title(
     assert "in_progress" in out and "0/3" in out and "Refactor module 1" in out
 
 
+def test_piped_the_list_is_a_table_with_a_header_and_one_line_per_session(
+    data_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.engine.conftest import make_engine
+
+    engine = make_engine(data_dir)
+    long_title = "A title long enough to fold on any narrow terminal " * 3
+    r = engine.start_workflow("probe-flow", {"goal": long_title.strip()}).unwrap()
+    sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
+    monkeypatch.setenv("COLUMNS", "40")
+    assert _run(data_dir) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = next(line for line in lines if line.startswith("session"))
+    assert header.split() == ["session", "status", "progress", "title", "workflow", "active"]
+    (row,) = [line for line in lines if sid in line]
+    assert row.startswith(sid) and long_title[:100] in row and "probe-flow" in row
+
+
 def test_list_json_and_search(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ids = _sessions(data_dir, 3)
     assert _run(data_dir, "--search", "module 2", "--json") == 0
@@ -78,6 +96,23 @@ def test_list_json_and_search(data_dir: Path, capsys: pytest.CaptureFixture[str]
     assert len(page["sessions"]) == 1 and page["nextCursor"]
     assert _run(data_dir, "--limit", "5", "--cursor", page["nextCursor"], "--json") == 0
     assert len(_json(capsys)["sessions"]) == 2
+
+
+def test_one_set_of_status_words_and_the_old_ones_as_aliases(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (sid,) = _sessions(data_dir, 1)
+    for word in ("in_progress", "pending", "In progress", "in-progress", "running"):
+        assert _run(data_dir, "--status", word, "--json") == 0, word
+        assert [s["sessionId"] for s in _json(capsys)["sessions"]] == [sid], word
+    assert _run(data_dir, "--status", "done", "--json") == 0
+    assert _json(capsys)["sessions"] == []
+    assert _run(data_dir, "show", sid, "--json") == 0
+    shown = _json(capsys)
+    assert shown["status"] == "in_progress" and shown["runs"][0]["status"] == "in_progress"
+    assert _run(data_dir, "show", sid) == 0
+    tree = capsys.readouterr().out
+    assert "in_progress" in tree and "pending" not in tree.split("\n")[0]
 
 
 @pytest.mark.parametrize(
@@ -144,6 +179,13 @@ def test_events_as_json_lines_from_a_cursor(
     assert [e["eventIndex"] for e in lines] == [2, 3, 4]
     assert _run(data_dir, "events", sid) == 0
     assert "session_created" in capsys.readouterr().out
+    assert _run(data_dir, "events", sid, "--limit", "2", "--json") == 0
+    got = capsys.readouterr()
+    assert [json.loads(x)["eventIndex"] for x in got.out.splitlines()] == [0, 1]
+    assert "--since 2" in got.err
+    assert _run(data_dir, "events", sid, "--since", "3", "--limit", "2") == 0
+    got = capsys.readouterr()
+    assert len(got.out.splitlines()) == 2 and got.err == ""  # exactly the last two
 
 
 def test_events_follow_prints_new_appends(data_dir: Path) -> None:

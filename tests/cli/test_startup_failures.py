@@ -13,6 +13,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from tests.conftest import SmallDisk
+from tests.mcp.conftest import error_body
 from tests.mcp.servers import ROOT, free_port, server_env
 
 GOOD_KEY = "A" * 43
@@ -133,9 +134,9 @@ async def test_a_server_with_its_keyring_keeps_serving_on_a_full_disk(
         listed = await client.call_tool("list_workflows", {})
         assert not listed.is_error
         started = await client.call_tool("start_workflow", {"workflowId": "probe-flow"})
-        assert started.is_error and started.structured_content is not None
-        assert started.structured_content["code"] == "STORE_UNAVAILABLE"
-        assert started.structured_content["retry"]["kind"] == "retryable_after_ms"
+        refused = error_body(started)
+        assert refused["code"] == "STORE_UNAVAILABLE"
+        assert refused["retry"]["kind"] == "retryable_after_ms"
         small_disk.free()
         again = await client.call_tool("start_workflow", {"workflowId": "probe-flow"})
         assert not again.is_error, again.structured_content

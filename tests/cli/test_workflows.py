@@ -62,6 +62,7 @@ def test_workflows_list_and_show(project: dict[str, str]) -> None:
     code, text = run("workflows", env=project)
     assert code == 0
     assert "coding-task" in text and "INVALID" in text and "shadowed: code-review" in text
+    assert text.splitlines()[0].split() == ["WORKFLOW", "VERSION", "SOURCE", "PATH"]
     _, text = run("workflows", "--json", env=project)
     listing = json.loads(text)
     review = next(w for w in listing["workflows"] if w["workflowId"] == "code-review")
@@ -78,3 +79,41 @@ def test_workflows_list_and_show(project: dict[str, str]) -> None:
     assert code == 0 and "loop forEach" in text
     code, text = run("workflows", "show", "nope", env=project)
     assert code == 1 and "Workflow not found: nope" in text
+
+
+def test_workflows_show_of_an_invalid_file_is_workflow_invalid(
+    project: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same code start_workflow answers, with the file and its problems."""
+    workflow_id = json.loads((CORPUS / "empty-steps.json").read_text())["id"]
+    code, text = run("workflows", "show", workflow_id, env=project)
+    err = capsys.readouterr().err
+    assert code == 1 and err.startswith("WORKFLOW_INVALID: ") and "bad.json" in err
+    assert "Workflow not found" not in text + err
+    assert "invalid definition at" in text and "$" in text
+    code, text = run("--json", "workflows", "show", workflow_id, env=project)
+    found = json.loads(text)["error"]
+    assert code == 1 and found["code"] == "WORKFLOW_INVALID"
+    assert found["details"]["details"]["path"].endswith("bad.json")
+    assert found["details"]["details"]["problems"]
+
+
+def test_validate_warns_of_quoted_literals_without_changing_the_verdict(tmp_path: Path) -> None:
+    raw = json.loads((WORKFLOWS / "code-review.json").read_text())
+    path = tmp_path / "review.json"
+    clean = tmp_path / "clean.json"
+    clean.write_text(json.dumps(raw))
+    raw["steps"][0]["runCondition"] = {"var": "skipReview", "equals": "false"}
+    path.write_text(json.dumps(raw))
+    code, text = run("validate", str(path))
+    assert code == 0 and "1/1 valid" in text and "INVALID" not in text
+    assert "WARNING CONDITION_QUOTED_LITERAL  $.steps[0].runCondition.equals" in text
+    assert "write false without quotes" in text and "1 warning:" in text
+    code, text = run("validate", "--json", str(path), str(clean))
+    payload = json.loads(text)
+    assert code == 0 and payload["valid"] is True
+    warned, plain = payload["files"]
+    assert warned["valid"] is True and warned["problems"] == []
+    assert [w["code"] for w in warned["warnings"]] == ["CONDITION_QUOTED_LITERAL"]
+    assert plain["warnings"] == []
+    assert warned["workflowHash"].startswith("sha256:")

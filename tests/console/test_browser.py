@@ -49,7 +49,8 @@ def test_session_page_of_a_forked_blocked_looped_session(
     page.wait_for_url(f"**/sessions/{sid}")
     assert sid in page.locator("h1").inner_text()
     assert "review the parser" in page.locator("h1").inner_text(), "the goal is the title"
-    assert page.locator("#pending-step").inner_text() == "done"
+    assert page.locator("#pending-step").inner_text() == "Done", "by its title"
+    assert page.locator("#pending-step").get_attribute("title") == "done"
     nodes = page.locator(".dag a.node")
     assert nodes.count() == 7
     assert page.locator(".dag a.node.kind-checkpoint").count() == 1
@@ -65,6 +66,8 @@ def test_session_page_of_a_forked_blocked_looped_session(
     panel.locator("text=Blocked: missing required output").wait_for()
     assert "MISSING_REQUIRED_OUTPUT" in panel.inner_text()
     assert "What to fix:" in panel.inner_text()
+    fix = panel.locator(".blocker .fix").first.inner_text()
+    assert "Send nextCall again" in fix and "fresh ackToken" not in fix, "the server's advice"
     assert "Validation of attempt" in panel.inner_text()
     assert re.search(r"/sessions/[^/]+/nodes/node_", page.url), "the panel has its own URL"
     screenshot(page, "session-blocked-node")
@@ -100,7 +103,7 @@ def test_live_update_after_an_advance_through_the_engine(
     )
     assert page.evaluate("() => window.__notReloaded") is True, "updated in place, not reloaded"
     assert page.locator(".dag a.node").count() == 2
-    assert page.locator("#pending-step").inner_text() == "build"
+    assert page.locator("#pending-step").inner_text() == "Build"
 
     # Paused: a second, unpaused tab (its own browser context) is the witness that the
     # change was announced; the paused page must not have moved.
@@ -125,7 +128,7 @@ def test_live_update_after_an_advance_through_the_engine(
         timeout=LIVE_TIMEOUT_MS,
     )
     assert page.evaluate("() => window.__notReloaded") is True
-    assert page.locator("#pending-step").inner_text() == "verify"
+    assert page.locator("#pending-step").inner_text() == "Verify"
     assert not page.errors
 
 
@@ -166,7 +169,7 @@ def test_polling_fallback_updates_too(page: Any, console: RunningConsole, engine
     page.wait_for_function("() => document.body.dataset.liveState === 'polling'")
     ok(engine.advance(r["stateToken"], r["ackToken"], notes_markdown="planned"))
     page.wait_for_function(
-        "() => document.querySelector('#pending-step').textContent === 'build'",
+        "() => document.querySelector('#pending-step').textContent === 'Build'",
         timeout=LIVE_TIMEOUT_MS,
     )
 
@@ -346,4 +349,38 @@ def test_unknown_session_is_a_404_page_with_a_link_back(page: Any, console: Runn
 @pytest.mark.parametrize("path", ["/", "/workflows"])
 def test_no_script_errors_on_plain_pages(page: Any, console: RunningConsole, path: str) -> None:
     _open(page, console, path)
+    assert not page.errors
+
+
+def test_pages_read_as_people_read_them(page: Any, console: RunningConsole, engine: Engine) -> None:
+    """Plain-text titles, a done node that says its output was accepted, relative dates with
+    the exact time on hover, and ids that never wrap."""
+    r = ok(engine.start_workflow("probe-flow", {"goal": "**Goal**: ship the `parser`"}))
+    sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
+    ok(engine.advance(r["stateToken"], r["ackToken"], notes_markdown="planned it"))
+    page.set_viewport_size({"width": 640, "height": 900})
+    _open(page, console, "/")
+    row = page.locator(f"tr[data-session-id='{sid}']")
+    assert row.locator("a.title").inner_text() == "Goal: ship the parser"
+    when = row.locator("td.when time")
+    assert when.inner_text() == "just now"
+    exact = when.get_attribute("title") or ""
+    assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d$", exact), exact
+    assert when.get_attribute("datetime") == exact
+    for ident in (row.locator(".ident").first, row.locator(".ident").last):
+        style = ident.evaluate("e => getComputedStyle(e).whiteSpace")
+        assert style == "nowrap"
+        box = ident.bounding_box()
+        assert box is not None and box["height"] < 24, "on one line"
+
+    _open(page, console, f"/sessions/{sid}")
+    assert "**" not in page.locator("h1").inner_text()
+    assert page.locator("#session-header time").count() == 1
+    _node(page, "plan").first.click()
+    panel = page.locator("#node-panel")
+    panel.locator(".prompt-title", has_text="Plan").wait_for()
+    assert panel.locator("h2 .status").inner_text() == "done"
+    text = panel.inner_text()
+    assert "Accepted" in text and "No validation ran" not in text
+    assert page.locator(".dag a.node.state-done").count() == 1
     assert not page.errors

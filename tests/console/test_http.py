@@ -239,3 +239,27 @@ def test_a_folded_stretch_is_rendered_only_when_asked_for(
     middle = every[15]
     node_page = console.get(f"/sessions/{sid}/nodes/{middle}")
     assert f'data-node-id="{middle}"' in node_page.body, "a selected node is never folded"
+
+
+def test_search_finds_a_word_inside_a_flag_or_a_path(
+    console: RunningConsole, engine: Engine
+) -> None:
+    r = ok(engine.start_workflow("probe-flow", {"goal": "Run it with --verbose"}))
+    sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
+    ok(engine.advance(r["stateToken"], r["ackToken"], notes_markdown="Touched src/report.py"))
+    for word in ("verbose", "report"):
+        reply = console.get(f"/?q={word}", Cookie=_cookie(console))
+        assert reply.status == 200 and f'data-session-id="{sid}"' in reply.body, word
+
+
+def test_the_status_filter_takes_the_status_words_and_their_aliases(
+    console: RunningConsole, engine: Engine
+) -> None:
+    sid, _ = started(engine)
+    for word in ("in_progress", "pending", "in+progress"):
+        reply = console.get(f"/?status={word}")
+        assert reply.status == 200 and "Ignored status" not in reply.body, word
+        assert f'data-session-id="{sid}"' in reply.body, word
+        assert 'value="in_progress" checked' in reply.body, word
+    page = console.get(f"/sessions/{sid}")
+    assert "status-in_progress" in page.body and ">pending<" not in page.body

@@ -196,7 +196,7 @@ def test_a_page_refused_a_stream_polls_instead(
         page.wait_for_function("() => document.body.dataset.liveState === 'polling'")
         ok(engine.advance(r["stateToken"], r["ackToken"], notes_markdown="planned"))
         page.wait_for_function(
-            "() => document.querySelector('#pending-step').textContent === 'build'",
+            "() => document.querySelector('#pending-step').textContent === 'Build'",
             timeout=LIVE_TIMEOUT_MS,
         )
         assert not page.errors

@@ -231,14 +231,33 @@ def test_tip_states_and_workflow_facts_are_read_leniently() -> None:
     ("text", "expected"),
     [
         ("Fix the PARSER!", ["fix", "the", "parser"]),
-        ("ﬁx ｆｕｌｌ-width", ["fix", "full-width"]),  # NFKC
-        ("snake_case and-dash 123", ["snake_case", "and-dash", "123"]),
+        ("ﬁx ｆｕｌｌ-width", ["fix", "full-width", "full", "width"]),  # NFKC
+        (
+            "snake_case and-dash 123",
+            ["snake_case", "snake", "case", "and-dash", "and", "dash", "123"],
+        ),
+        ("--verbose -x __init__ -- _", ["verbose", "x", "init"]),  # flags: the word inside
+        ("src/report.py", ["src", "report", "py"]),
         ("kept\n\n[TRUNCATED]", ["kept"]),
         ("Ünïcode", ["n", "code"]),  # only [a-z0-9_-] make tokens, as the spec says
     ],
 )
 def test_text_is_normalised_per_spec_70_section_9(text: str, expected: list[str]) -> None:
     assert tokens(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "title"),
+    [
+        ("**Goal**: fix the *parser* in `src/x.py`", "Goal: fix the parser in src/x.py"),
+        ("> see [the docs](https://example.com)", "see the docs"),
+        ("- [ ] __first__ item", "first item"),
+        ("snake_case and 2*3*4 stay", "snake_case and 2*3*4 stay"),
+        ("\n\n## ***Plan***", "Plan"),
+    ],
+)
+def test_titles_are_plain_text(text: str, title: str) -> None:
+    assert first_line(text) == title
 
 
 def test_first_line_skips_blank_lines_and_heading_marks() -> None:

@@ -36,13 +36,17 @@ def test_fork_and_checkpoint_are_projected(data_dir: Path) -> None:
     sid = _forked(make_engine(data_dir))
     view = _view(data_dir, sid)
     assert view.is_healthy and not view.prefix_only
-    assert view.workflow_id == "probe-flow" and view.status == "pending"
+    # the run status words of `workrail sessions`, read off the tip without a summary
+    assert view.workflow_id == "probe-flow" and view.status == "in_progress"
     assert view.last_activity is not None
     (run,) = view.runs
     kinds = sorted(n.kind for n in run.nodes.values())
     assert kinds == ["checkpoint", "step", "step", "step", "step"]
     (fork,) = [n for n in run.nodes.values() if len(n.children) == 3]
     assert fork.step_id == "build"
+    assert fork.state == "done", "accepted outputs left it: its step is done"
+    (root,) = [n for n in run.nodes.values() if n.parent is None]
+    assert root.state == "done" and run.nodes[run.preferred_tip or ""].state == "pending"
     child_edges = sorted(run.nodes[c].edge_kind or "" for c in fork.children)
     assert child_edges == ["acked_step", "acked_step", "checkpoint"]
     assert len(run.tips) == 3 and run.preferred_tip in run.tips

@@ -77,10 +77,19 @@ async def ok(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
     return body(result)
 
 
+def error_body(result: CallToolResult) -> dict[str, Any]:
+    """The error envelope an agent reads: JSON text only, no structured copy (that is the
+    outputSchema's, which describes success answers)."""
+    assert result.is_error
+    assert result.structured_content is None
+    parsed = json.loads(result.content[0].text)  # type: ignore[union-attr]
+    assert isinstance(parsed, dict)
+    return parsed
+
+
 async def fail(client: Client, tool: str, args: dict[str, Any], code: str) -> dict[str, Any]:
     result = await client.call_tool(tool, args)
-    assert result.is_error
-    envelope = body(result)
+    envelope = error_body(result)
     assert envelope["code"] == code, envelope
     assert set(envelope) <= {"code", "message", "retry", "details"}
     assert envelope["retry"]["kind"] in {

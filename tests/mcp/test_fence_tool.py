@@ -12,6 +12,7 @@ from pydantic import TypeAdapter
 
 from tests.fence.conftest import KEY, ManualClock
 from tests.fence.helpers import claim, status, transition
+from tests.mcp.conftest import error_body
 from workrail.fence.backend import FenceBackend
 from workrail.fence.contract import INPUT_MODELS, CheckpointOutput, EvidenceType
 from workrail.fence.describe import output_schema as describe_output
@@ -61,7 +62,7 @@ def test_claim_and_transition_through_mcp(service: FenceService) -> None:
 def test_errors_are_readable_envelopes(service: FenceService) -> None:
     (missing,) = call_all(service, [transition("claimed", "failed")])
     assert missing.is_error is True
-    error = missing.structured_content["error"]
+    error = error_body(missing)["error"]
     assert error["code"] == "CHECKPOINT_NOT_FOUND"
     assert error["recovery"]
     assert "CHECKPOINT_NOT_FOUND" in missing.content[0].text
@@ -70,7 +71,7 @@ def test_errors_are_readable_envelopes(service: FenceService) -> None:
 def test_invalid_arguments_come_back_as_invalid_input(service: FenceService) -> None:
     (bad,) = call_all(service, [claim() | {"claim_ttl_seconds": "soon"}])
     assert bad.is_error is True
-    assert bad.structured_content["error"]["code"] == "INVALID_INPUT"
+    assert error_body(bad)["error"]["code"] == "INVALID_INPUT"
 
 
 def test_unknown_fields_are_invalid_input_not_dropped(service: FenceService) -> None:
@@ -79,11 +80,11 @@ def test_unknown_fields_are_invalid_input_not_dropped(service: FenceService) -> 
     extra, misspelt, after = call_all(service, [claim() | {"bogus_field": 1}, typo, status()])
     for result in (extra, misspelt):
         assert result.is_error is True
-        error = result.structured_content["error"]
+        error = error_body(result)["error"]
         assert error["code"] == "INVALID_INPUT"
-    assert "bogus_field" in extra.structured_content["error"]["message"]
-    assert "evidence_fingerprnt" in misspelt.structured_content["error"]["message"]
-    assert after.structured_content["error"]["code"] == "CHECKPOINT_NOT_FOUND"  # nothing ran
+    assert "bogus_field" in error_body(extra)["error"]["message"]
+    assert "evidence_fingerprnt" in error_body(misspelt)["error"]["message"]
+    assert error_body(after)["error"]["code"] == "CHECKPOINT_NOT_FOUND"  # nothing ran
 
 
 def test_advertised_schema_is_closed_and_generated_from_the_contract(
@@ -146,7 +147,7 @@ def test_output_schema_is_the_contract_with_every_field_described(service: Fence
 
 def test_description_spells_out_the_error_envelope_as_sent(service: FenceService) -> None:
     (refused,) = call_all(service, [transition("claimed", "failed")])
-    error = refused.structured_content["error"]
+    error = error_body(refused)["error"]
     assert set(error) == {
         "code",
         "message",

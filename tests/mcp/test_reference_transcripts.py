@@ -22,7 +22,7 @@ import pytest
 from mcp import Client
 
 from tests.conftest import REFERENCE
-from tests.mcp.conftest import body
+from tests.mcp.conftest import body, error_body
 from workrail.engine.responses import RETRY_FIXES
 
 pytestmark = pytest.mark.anyio
@@ -126,7 +126,8 @@ async def test_reference_transcript_replays_with_the_same_answers(
         if label == "err_context_budget":
             args = {**args, "context": {"big": "x" * 270_000}}  # elided in the transcript
         result = await client.call_tool(call["tool"], args)
-        ours = body(result) if result.content and result.content[0].type == "text" else {}
+        read = error_body if result.is_error else body
+        ours = read(result) if result.content and result.content[0].type == "text" else {}
         expected = DEVIATIONS.get(label)
         if expected == "ok":
             assert not result.is_error, (label, ours)

@@ -20,7 +20,7 @@ from starlette.testclient import TestClient
 from tests.engine.conftest import make_engine
 from tests.fence.conftest import free_port
 from tests.fence.helpers import claim, fence_from_env
-from tests.mcp.conftest import ok
+from tests.mcp.conftest import error_body, ok
 from tests.mcp.servers import http_subprocess, server_env
 from workrail.fence import FenceService
 from workrail.fence.describe import describe_result
@@ -126,10 +126,9 @@ async def test_unreachable_redis_keeps_the_tool_and_answers_dependency_unavailab
         names = [t.name for t in (await client.list_tools()).tools]
         assert "effect_checkpoint" in names
         called = await client.call_tool("effect_checkpoint", claim())
-        assert called.is_error is True
-        assert called.structured_content is not None
-        assert called.structured_content["error"]["code"] == "DEPENDENCY_UNAVAILABLE"
-        assert called.structured_content["error"]["retryable"] is True
+        refused = error_body(called)["error"]
+        assert refused["code"] == "DEPENDENCY_UNAVAILABLE"
+        assert refused["retryable"] is True
     fence.close()
 
 

@@ -12,8 +12,9 @@ import pytest
 from mcp import Client
 from returns.result import Success
 
+from tests.conftest import REFERENCE
 from tests.engine.conftest import make_engine
-from tests.mcp.conftest import advance_args, body, fail, ok
+from tests.mcp.conftest import advance_args, error_body, fail, ok
 from workrail.engine.api import Engine
 from workrail.mcp import build_server
 from workrail.mcp.validation import (
@@ -446,6 +447,49 @@ async def test_unknown_tool_is_a_plain_error(client: Client) -> None:
     assert result.content[0].text == "Unknown tool: delete_session"  # type: ignore[union-attr]
 
 
-async def test_error_text_and_structured_content_agree(client: Client) -> None:
+async def test_errors_are_json_text_without_structured_content(client: Client) -> None:
+    """Structured content is what the outputSchema describes (success answers): a client
+    that checks it, as the TypeScript SDK does, would refuse an envelope there."""
     result = await client.call_tool("inspect_workflow", {"workflowId": "nope"})
-    assert body(result)["code"] == "NOT_FOUND"
+    assert error_body(result)["code"] == "NOT_FOUND"
+
+
+async def test_an_invalid_workflow_is_answered_as_invalid_not_unknown(tmp_path: Path) -> None:
+    """Through the composition root's catalogue: start and inspect name the file and its
+    problems (WORKFLOW_INVALID), list_workflows marks the row, valid rows are unchanged."""
+    from workrail.app import DiscoveredCatalog
+    from workrail.engine.deps import EngineDeps
+    from workrail.tokens import TokenCodec
+    from workrail.workflow.sources import DiscoveryConfig
+
+    custom = tmp_path / "wf"
+    custom.mkdir()
+    shutil.copy(REFERENCE / "workflows" / "probe-flow.json", custom)
+    broken = custom / "broken.json"
+    broken.write_text('{"id": "broken-flow", "name": "Broken", "steps": []}')
+    config = DiscoveryConfig(
+        home=tmp_path / "home",
+        cwd=tmp_path,
+        env={"WORKFLOW_STORAGE_PATH": str(custom), "WORKFLOW_INCLUDE_BUNDLED": "false"},
+        bundled_dir=None,
+    )
+    backend = LocalBackend.open(tmp_path / "data")
+    deps = EngineDeps.over(
+        backend, DiscoveredCatalog(config), TokenCodec(backend.keyring.load().unwrap())
+    )
+    async with Client(build_server(Engine(deps)), raise_exceptions=True) as client:
+        for tool in ("start_workflow", "inspect_workflow"):
+            env = await fail(client, tool, {"workflowId": "broken-flow"}, "WORKFLOW_INVALID")
+            found = env["details"]["details"]
+            assert found["path"] == str(broken) and str(broken) in env["message"]
+            assert found["problemCount"] == len(found["problems"]) >= 1
+            assert all({"code", "path", "message", "fix"} <= set(p) for p in found["problems"])
+            assert "workrail validate" in env["details"]["suggestion"]
+        listed = {w["workflowId"]: w for w in (await ok(client, "list_workflows", {}))["workflows"]}
+        assert listed["broken-flow"]["valid"] is False
+        assert listed["broken-flow"]["problems"] == found["problemCount"]
+        assert listed["broken-flow"]["path"] == str(broken)
+        assert set(listed["probe-flow"]) == {
+            "workflowId", "name", "description", "version", "kind", "workflowHash"
+        }
+        await fail(client, "start_workflow", {"workflowId": "no-such-flow"}, "NOT_FOUND")

@@ -13,7 +13,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from tests.mcp.conftest import advance_args, ok
+from tests.mcp.conftest import advance_args, error_body, ok
 from tests.mcp.servers import ROOT, http_subprocess, server_env
 
 pytestmark = pytest.mark.anyio
@@ -25,8 +25,7 @@ async def _drive(client: Client) -> None:
     assert advanced["pending"]["stepId"] == "build"
     await ok(client, "checkpoint_workflow", {"checkpointToken": advanced["checkpointToken"]})
     bad = await client.call_tool("continue_workflow", {"intent": "advance", "stateToken": "x"})
-    assert bad.is_error and bad.structured_content is not None
-    assert bad.structured_content["code"] == "VALIDATION_ERROR"
+    assert error_body(bad)["code"] == "VALIDATION_ERROR"
     # The continueToken protocol, a forgiven near-miss, prompts and resources.
     by_token = await ok(
         client, "continue_workflow", {"token": advanced["continueToken"], "notes": "built"}
@@ -135,7 +134,6 @@ async def test_http_takes_import_session_requests_up_to_the_documented_4_mib(
     with http_subprocess(data_dir, "mcp", "--http") as base:
         async with Client(base + "/mcp") as client:
             under = await client.call_tool("import_session", {"bundle": "x" * 3_900_000})
-            assert under.structured_content is not None
-            assert under.structured_content["code"] == "BUNDLE_INVALID_FORMAT"  # it arrived
+            assert error_body(under)["code"] == "BUNDLE_INVALID_FORMAT"  # it arrived
             with pytest.raises(MCPError):
                 await client.call_tool("import_session", {"bundle": "x" * (4 * 1024 * 1024)})

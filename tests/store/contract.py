@@ -550,6 +550,24 @@ class BackendContract:
         future = datetime.now(UTC) + timedelta(days=1)
         assert only(since=future) == set()
 
+    def test_a_word_inside_a_flag_or_a_path_is_found(self, backend: Any) -> None:
+        from workrail.store.ports import SessionFilter
+
+        engine = engine_over(backend)
+        r = engine.start_workflow("probe-flow", {"goal": "Run the linter with --verbose"}).unwrap()
+        sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
+        engine.advance(
+            r["stateToken"], r["ackToken"], notes_markdown="Edited src/report_builder.py"
+        ).unwrap()
+
+        def found(text: str) -> bool:
+            page = backend.query.page(SessionFilter(text=text), limit=500).unwrap()
+            return sid in {s.session_id for s in page.summaries}
+
+        for query in ("verbose", "--verbose", "report", "builder", "report_builder", "src"):
+            assert found(query), query
+        assert not found("report-writer")  # a compound still asks for the whole word
+
     def test_archive_is_durable_and_leaves_default_lists(
         self, backend: Any, reopen_backend: Any
     ) -> None:

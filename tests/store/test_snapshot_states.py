@@ -118,7 +118,9 @@ def test_a_store_from_before_the_index_is_answered_right_and_the_index_filled_la
             raw = json.loads(
                 (reference_data / "snapshots" / digest_file_name(node.snapshot_ref)).read_bytes()
             )
-            assert (node.state, node.step_id) == node_state(_parsed(raw)), node.node_id
+            # `done` is a pending snapshot an accepted output has left
+            said = "pending" if node.state == "done" else node.state
+            assert (said, node.step_id) == node_state(_parsed(raw)), node.node_id
     files = {
         "sha256:" + p.name.removeprefix("sha256_").removesuffix(".json"): p
         for p in (reference_data / "snapshots").iterdir()

@@ -186,6 +186,33 @@ def import_validated(
     )
 
 
+def already_here(
+    backend: BundleBackend, validated: ValidatedBundle
+) -> Result[str | None, BundleError]:
+    """The id under which this store already holds exactly the bundle's session (its own
+    id, with the same events and manifest), or None. An import of the same bundle again
+    would only make a copy under a new id, which a person rarely means."""
+    original = validated.bundle.session.sessionId
+    exists = backend.sessions.exists(original)
+    if isinstance(exists, Failure):
+        return Failure(_store_error(exists.failure(), original))
+    if not exists.unwrap():
+        return Success(None)
+    expected = validated.bundle.session_json()
+    wanted = (canonical_bytes(expected["events"]), canonical_bytes(expected["manifest"]))
+
+    def same(log: SessionLog) -> bool:
+        held = (
+            canonical_bytes([e.to_json() for e in log.events]),
+            canonical_bytes([r.to_json() for r in log.manifest]),
+        )
+        return held == wanted
+
+    found = backend.sessions.read(original, same)
+    # a damaged session under the id is not this bundle: the import makes a copy
+    return Success(original if found.value_or(False) else None)
+
+
 def _renamed(
     backend: BundleBackend,
     validated: ValidatedBundle,

@@ -1,6 +1,7 @@
 """`workrail export` and `workrail import`: thin handlers over `export_session` and
-`import_bundle`, on whichever store the configuration names. An import prints fresh tokens
-for each run, minted by the engine."""
+`import_bundle`, on whichever store the configuration names. An import prints a summary
+and what to do next for a person, and with `--json` fresh tokens for each run, minted by
+the engine; the same bundle again is reported as already imported (`--copy` copies)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from returns.result import Failure
 from workrail import __version__
 from workrail.bundle.errors import BundleError, to_envelope
 from workrail.bundle.export import bundle_bytes, export_session, new_bundle_id, utc_now
-from workrail.bundle.import_ import import_validated, read_bundle_file
+from workrail.bundle.import_ import already_here, import_validated, read_bundle_file
 from workrail.bundle.validate import validate_bytes
 from workrail.cli.context import Cli
 from workrail.core.text import screen_safe
@@ -45,6 +46,12 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         description="Validate a bundle completely, then store it as a new session.",
     )
     imp.add_argument("file", metavar="FILE", help="bundle file, or - for stdin")
+    imp.add_argument(
+        "--copy",
+        action="store_true",
+        help="import even when this store already holds the session: a second copy under "
+        "a new id",
+    )
     imp.set_defaults(handler=run_import)
 
 
@@ -145,6 +152,13 @@ def run_import(cli: Cli, stdin: Any = None) -> int:
             )
         )
     engine = cli.engine()
+    if not args.copy:
+        here = already_here(cli.backend(), validated.unwrap())
+        if isinstance(here, Failure):
+            return cli.fail(to_envelope(here.failure()))
+        held = here.unwrap()
+        if held is not None:
+            return _already_imported(cli, held)
     mint = engine.deps.mint
     result = import_validated(
         cli.backend(), validated.unwrap(), mint_session_id=lambda: mint("sess")
@@ -152,8 +166,8 @@ def run_import(cli: Cli, stdin: Any = None) -> int:
     if isinstance(result, Failure):
         return cli.fail(to_envelope(result.failure()))
     imported = result.unwrap()
-    tokens: dict[str, Any] | None = tokens_for_import(engine, imported)
     if cli.as_json:
+        tokens: dict[str, Any] | None = tokens_for_import(engine, imported)
         payload: dict[str, Any] = {"ok": True, **imported.to_json()}
         if tokens is not None:
             payload["tokens"] = tokens
@@ -180,8 +194,36 @@ def run_import(cli: Cli, stdin: Any = None) -> int:
             f"  run {run.run_id}: continue at node {run.preferred_tip_node_id} "
             f"(workflow {run.workflow_hash})\n"
         )
-    if tokens is not None:
-        out.write(json.dumps(tokens, indent=2, ensure_ascii=False) + "\n")
+    out.write(_next_steps(imported.session_id))
+    return 0
+
+
+def _next_steps(session_id: str) -> str:
+    """What a person does with an imported session (tokens are for agents: `--json`)."""
+    call = json.dumps({"tool": "resume_session", "params": {"sessionId": session_id}})
+    return (
+        f"See it: workrail sessions show {session_id}\n"
+        f"Continue it: an agent calls {call}\n"
+    )
+
+
+def _already_imported(cli: Cli, session_id: str) -> int:
+    """The same bundle again: nothing is written; `--copy` makes a second copy."""
+    if cli.as_json:
+        cli.print_json(
+            {
+                "ok": True,
+                "imported": False,
+                "alreadyImportedAs": session_id,
+                "suggestion": "Add --copy to import a second copy under a new session id.",
+            }
+        )
+        return 0
+    cli.out.write(
+        f"This bundle is already imported as {session_id}; nothing was written. "
+        "Add --copy to import a second copy under a new session id.\n"
+        + _next_steps(session_id)
+    )
     return 0
 
 

@@ -30,10 +30,11 @@ def run_rotate(cli: Cli) -> int:
         cli.print_json({"rotated": True, "store": backend.location})
     else:
         cli.console().print(
-            "Rotated the signing key for every server on this store: running servers verify "
-            "tokens signed with it at once and sign with it within 30 seconds, no restart "
-            "needed. Tokens signed with the previous key stay valid until the next rotation.\n"
-            f"[dim]{escape(backend.location)}[/]"
+            f"Rotated the signing key of the store in {escape(backend.location)}: running "
+            "servers on it verify tokens signed with the new key at once and sign with it "
+            "within 30 seconds, no restart needed. Tokens signed with the previous key stay "
+            "valid until the next rotation.",
+            soft_wrap=True,
         )
     return 0
 

@@ -65,10 +65,27 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         help="move every session, snapshot and pinned workflow to another store",
         description="Copy a store into another: a data directory into PostgreSQL "
         "(--from DIR --to postgresql://…) or back. Verifies everything it moves, skips what "
-        "the target already holds, refuses to overwrite anything, never deletes.",
+        "the target already holds, refuses to overwrite anything, never deletes. Each "
+        "session keeps its id and its last activity.",
+        epilog="Example: workrail migrate --from ~/.workrail/data --to "
+        "postgresql://workrail:PASSWORD@db.internal:5432/workrail",
     )
-    parser.add_argument("--from", dest="source", metavar="DIR|URL", required=True)
-    parser.add_argument("--to", dest="target", metavar="DIR|URL", required=True)
+    parser.add_argument(
+        "--from",
+        dest="source",
+        metavar="DIR|URL",
+        required=True,
+        help="the store to copy from: a data directory (e.g. ~/.workrail/data) or a "
+        "postgresql:// URL; it is only read",
+    )
+    parser.add_argument(
+        "--to",
+        dest="target",
+        metavar="DIR|URL",
+        required=True,
+        help="the store to copy into: a data directory (created when missing) or a "
+        "postgresql:// URL (its tables are created when missing)",
+    )
     parser.set_defaults(handler=run_migrate)
 
 
@@ -263,7 +280,8 @@ def _session(source: Backend, target: Backend, sid: str) -> tuple[Outcome, str]:
         there = _export(target, sid)
         if isinstance(there, Failure) or there.unwrap() != data:
             return "refused", "the target holds different content under this id; left alone"
-        return "skipped", ""
+        kept = _activity(source, target, sid)
+        return ("failed", kept) if kept else ("skipped", "")
     validated = check_bundle(bundle)
     if isinstance(validated, Failure):
         return "failed", validated.failure().message
@@ -277,10 +295,26 @@ def _session(source: Backend, target: Backend, sid: str) -> tuple[Outcome, str]:
     moved = _export(target, sid)
     if isinstance(moved, Failure) or moved.unwrap() != data:
         return "failed", "written, but it does not read back identical; do not use it there"
-    carried = _lifecycle(source, target, sid)
+    carried = _lifecycle(source, target, sid) or _activity(source, target, sid)
     if carried:
         return "failed", carried
     return "moved", ""
+
+
+def _activity(source: Backend, target: Backend, sid: str) -> str:
+    """Carry when the session was last active (the source store's stamp of its last
+    append: the log records no clock), so the target lists it in the same order and
+    `sessions prune --older-than` means the same there; why not, or ''."""
+    moment = source.sessions.last_activity(sid)
+    if isinstance(moment, Failure):
+        return f"moved, but its last activity could not be read: {moment.failure().message}"
+    when = moment.unwrap()
+    if when is None or target.sessions.last_activity(sid).value_or(None) == when:
+        return ""
+    put = target.lifecycle.restamp(sid, when)
+    if isinstance(put, Failure):
+        return f"moved, but its last activity was not: {put.failure().message}"
+    return ""
 
 
 WRITTEN_MEANWHILE_WAIT: Final = 30.0

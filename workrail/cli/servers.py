@@ -51,12 +51,15 @@ def _serving(cli: Cli) -> Iterator[tuple[Engine, FenceService | None]]:
             fence.close()
 
 
-def _announce(cli: Cli, line: str) -> Callable[[], None]:
-    """The ready line: on stderr (never stdout, the protocol's), and only when a person is
-    watching — stderr is a terminal; otherwise it is logged at INFO."""
+def _announce(cli: Cli, line: str, *, always: bool = False) -> Callable[[], None]:
+    """The ready line, on stderr (never stdout, the protocol's). An HTTP server prints it
+    wherever stderr goes (`always`: a terminal, nohup's file, a service manager's journal),
+    since whoever started it needs its URL and the console's secret link from there. On
+    stdio the client that spawned the server reads only the protocol: the line is printed
+    when a person watches (stderr is a terminal) and logged at INFO otherwise."""
 
     def ready() -> None:
-        if cli.err.isatty():
+        if always or cli.err.isatty():
             print(line, file=cli.err, flush=True)
         else:
             log.info("%s", line)
@@ -137,6 +140,7 @@ def run_mcp(cli: Cli) -> int:
                 cli,
                 f"workrail mcp {__version__}: ready at {url}/mcp ({_where(cli, fence)}). "
                 "Ctrl-C stops it.",
+                always=True,
             )
             from workrail.mcp.transport import serve_http
 
@@ -176,6 +180,7 @@ def run_serve(cli: Cli) -> int:
             f"workrail serve {__version__}: MCP at {url}/mcp"
             f"{fence_line if fence is not None else ''}{console_line} ({_where(cli, fence)}). "
             "Ctrl-C stops it.",
+            always=True,
         )
         code = serve_http(
             engine,

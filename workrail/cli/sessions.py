@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from returns.result import Failure
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.measure import Measurement
@@ -40,6 +41,8 @@ WIDE: Final = 110
 """Below this many columns the list is stacked (id on its own line) instead of a table."""
 DEFAULT_LIMIT: Final = 20
 FOLLOW_POLL: Final = 1.0
+EVENTS_READ: Final = 1000
+"""Events asked of the engine at a time (its page maximum)."""
 _DURATION = re.compile(r"^\s*(\d+)\s*(m|min|h|d|w)\s*$")
 _UNITS = {"m": 60, "min": 60, "h": 3600, "d": 86400, "w": 604800}
 SUBCOMMANDS: Final = ("show", "archive", "unarchive", "delete", "prune", "events", "reindex")
@@ -143,13 +146,25 @@ def run_list(cli: Cli) -> int:
         hint = "" if args.all else " (archived sessions are left out; --all shows them)"
         console.print(f"No sessions match in {escape(where)}{hint}.", soft_wrap=True)
         return 0
-    if console.width >= WIDE:
-        table = Table(title=f"Sessions in {escape(where)}", title_justify="left")
+    piped = not console.is_terminal
+    if console.width >= WIDE or piped:
+        # piped (a file, grep, less): one row per session at whatever width it needs, the
+        # header row included; on a terminal, long titles fold within its width
+        fold: Any = None if piped else "fold"
+        if piped:
+            console.print(f"Sessions in {escape(where)}", soft_wrap=True)
+        table = Table(
+            title=None if piped else f"Sessions in {escape(where)}",
+            title_justify="left",
+            box=box.SIMPLE_HEAD if piped else box.HEAVY_HEAD,
+            pad_edge=not piped,
+            show_edge=not piped,
+        )
         table.add_column("session", no_wrap=True)
         table.add_column("status", no_wrap=True)
         table.add_column("progress", no_wrap=True, justify="right")
-        table.add_column("title", overflow="fold")
-        table.add_column("workflow", overflow="fold")
+        table.add_column("title", overflow=fold, no_wrap=piped)
+        table.add_column("workflow", overflow=fold, no_wrap=piped)
         table.add_column("active", no_wrap=True)
         for s in listing.summaries:
             table.add_row(
@@ -160,7 +175,10 @@ def run_list(cli: Cli) -> int:
                 escape(s.workflow_id or "-"),
                 _ago(s.last_activity),
             )
-        console.print(table)
+        if piped:
+            print_whole(console, table, widest=True)
+        else:
+            console.print(table)
     else:
         console.print(f"Sessions in {escape(where)}", soft_wrap=True)
         for s in listing.summaries:
@@ -192,12 +210,14 @@ def _first_line(text: str, width: int = 72) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
-def print_whole(console: Console, renderable: Tree) -> None:
+def print_whole(console: Console, renderable: Tree | Table, *, widest: bool = False) -> None:
     """Print without splitting a word: on a terminal narrower than the longest id at its
     depth, lines run past the edge (the terminal wraps them) instead of rich cutting an id
-    in two, so every id can still be copied whole."""
+    in two, so every id can still be copied whole. `widest`: as wide as the renderable
+    would like (a table's every cell on one line)."""
     unbounded = console.options.update_width(10_000)
-    needed = Measurement.get(console, unbounded, renderable).minimum
+    measured = Measurement.get(console, unbounded, renderable)
+    needed = measured.maximum if widest else measured.minimum
     width = console.width
     console.width = max(width, needed)  # print(width=…) may only narrow, never widen
     try:
@@ -214,7 +234,8 @@ def session_tree(view: SessionView) -> Tree:
     )
     for run in view.runs:
         branch = root.add(
-            f"run [bold]{run.run_id}[/]  {escape(run.workflow_id)}  {run.workflow_hash}"
+            f"run [bold]{run.run_id}[/]  {escape(run.workflow_id)}  [cyan]{escape(run.status)}[/]"
+            f"  {run.workflow_hash}"
         )
         for node_id in run.roots:
             _add_node(branch, run, node_id)
@@ -277,8 +298,12 @@ def _add_node(parent: Tree, run: RunView, node_id: str) -> None:
 
 
 def run_show(cli: Cli) -> int:
-    session_id: str = _engine_result(cli, cli.engine().resolve_session(cli.args.session_id))
+    engine = cli.engine()
+    session_id: str = _engine_result(cli, engine.resolve_session(cli.args.session_id))
     view = load_session(cli.backend(), session_id)
+    summary = engine.session_summary(session_id)
+    if not isinstance(summary, Failure) and view.is_healthy:
+        view.take_statuses(summary.unwrap())
     if cli.as_json:
         cli.print_json(view.to_json())
     else:
@@ -423,17 +448,20 @@ def _event_line(event: Any) -> str:
 
 
 def run_events(cli: Cli) -> int:
+    """The events from --since on; at most --limit of them (then where the rest starts, on
+    stderr), or every one, and with --follow each new one as it is appended."""
     args = cli.args
     cursor = parse_count(args.since, "--since") if args.since is not None else 0
-    limit = parse_count(args.limit, "--limit", low=1)
+    left = None if args.limit is None else parse_count(args.limit, "--limit", low=1)
     engine = cli.engine()
     session_id: str = _engine_result(cli, engine.resolve_session(args.session_id))
     feed = None
     if args.follow:
         feed = _engine_result(cli, engine.watch([session_id]))
     try:
-        while True:
-            page = _engine_result(cli, engine.events_since(session_id, cursor, min(limit, 1000)))
+        while left is None or left > 0:
+            want = EVENTS_READ if left is None else min(left, EVENTS_READ)
+            page = _engine_result(cli, engine.events_since(session_id, cursor, want))
             for event in page.events:
                 if cli.as_json:
                     cli.out.write(json.dumps(event.to_json(), ensure_ascii=False) + "\n")
@@ -441,11 +469,18 @@ def run_events(cli: Cli) -> int:
                     cli.write_line(_event_line(event))
             cli.out.flush()
             cursor = page.next_cursor
+            if left is not None:
+                left -= len(page.events)
+                if left == 0 and page.at_end and feed is None:
+                    return 0
             if not page.at_end:
                 continue
             if feed is None:
                 return 0
             feed.wait(FOLLOW_POLL)
+        # --limit reached with events left (--follow ends here too: it printed N)
+        cli.err.write(f"More events: add --since {cursor} for the next ones.\n")
+        return 0
     finally:
         if feed is not None:
             feed.close()
@@ -532,7 +567,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         "--status",
         action="append",
         metavar="STATUS",
-        help=f"only this status (repeatable): {', '.join(RUN_STATUSES)}",
+        help=f"only this status (repeatable): {', '.join(RUN_STATUSES)} (pending works too)",
     )
     sessions.add_argument("--workflow", metavar="ID", help="only runs of this workflow id")
     sessions.add_argument("--search", metavar="TEXT", help="every word in the title or notes")
@@ -564,7 +599,12 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         help="delete old sessions, then collect content no kept session uses",
     )
     prune.add_argument("--older-than", metavar="AGE", help="required: e.g. 30d, 12h, 2w")
-    prune.add_argument("--status", action="append", metavar="STATUS", help="only this status")
+    prune.add_argument(
+        "--status",
+        action="append",
+        metavar="STATUS",
+        help=f"only this status (repeatable): {', '.join(RUN_STATUSES)}",
+    )
     prune.add_argument("--dry-run", action="store_true", help="say what would go; change nothing")
 
     events = nested.add_parser(
@@ -572,7 +612,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     )
     events.add_argument("session_id", metavar="SESSION")
     events.add_argument("--since", metavar="N", help="start at eventIndex N (default 0)")
-    events.add_argument("--limit", default="1000", metavar="N", help="events per read")
+    events.add_argument("--limit", metavar="N", help="print at most N events (default: all)")
     events.add_argument("--follow", action="store_true", help="keep printing new events")
 
     nested.add_parser("reindex", parents=[common], help="rebuild the session index from the logs")

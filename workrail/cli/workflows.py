@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -11,6 +12,7 @@ from returns.result import Failure
 
 from workrail.core.text import screen_safe
 from workrail.core.wording import counted
+from workrail.engine.errors import workflow_invalid
 from workrail.workflow.catalog import (
     Catalog,
     InvalidWorkflow,
@@ -20,6 +22,7 @@ from workrail.workflow.catalog import (
 )
 from workrail.workflow.compiler import CompiledWorkflow
 from workrail.workflow.definition import LoopStep
+from workrail.workflow.lint import LintWarning, lint_workflow
 from workrail.workflow.sources import (
     DiscoveryConfig,
     bundled_workflows_dir,
@@ -51,7 +54,9 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     show.add_argument("workflow_id", metavar="ID")
     show.add_argument("--compiled", action="store_true", help="print the pinned envelope")
     show.set_defaults(
-        handler=lambda cli: run_show(cli.args, cli.out, cli.config.discovery, cli.as_json)
+        handler=lambda cli: run_show(
+            cli.args, cli.out, cli.config.discovery, cli.as_json, report=cli.fail
+        )
     )
 
 
@@ -77,17 +82,22 @@ def run_validate(args: argparse.Namespace, out: TextIO, as_json: bool) -> int:
             origin: SourceOrigin = "bundled" if in_bundled else "custom"
             results.append(load_file(read_workflow_file(file, origin)))
     ok = not missing and all(isinstance(r, LoadedWorkflow) for r in results)
+    # Warnings are printed beside the verdict and never change it (nor exit code, nor hash).
+    warned = [_warnings(r) for r in results]
     if as_json:
         payload = {
             "valid": ok,
             "missing": missing,
-            "files": [_validation_json(r) for r in results],
+            "files": [
+                {**_validation_json(r), "warnings": [w.to_json() for w in warnings]}
+                for r, warnings in zip(results, warned, strict=True)
+            ],
         }
         out.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     else:
         for name in missing:
             out.write(screen_safe(f"MISSING  {name}: no such file or directory\n"))
-        for r in results:
+        for r, warnings in zip(results, warned, strict=True):
             if isinstance(r, LoadedWorkflow):
                 out.write(
                     screen_safe(
@@ -100,8 +110,16 @@ def run_validate(args: argparse.Namespace, out: TextIO, as_json: bool) -> int:
                 )
                 for p in r.problems:
                     out.write(screen_safe(f"    {p.code}  {p.line()}\n"))
+            for w in warnings:
+                out.write(screen_safe(f"    WARNING {w.code}  {w.line()}\n"))
         valid = sum(isinstance(r, LoadedWorkflow) for r in results)
         out.write(f"{valid}/{len(results)} valid\n")
+        warning_count = sum(len(w) for w in warned)
+        if warning_count:
+            out.write(
+                f"{counted(warning_count, 'warning')}: valid as written, but most likely "
+                "not what was meant; each fix follows the dash.\n"
+            )
         if missing:
             out.write("Next: check the paths above, then run `workrail validate` again.\n")
         elif not ok:
@@ -112,6 +130,11 @@ def run_validate(args: argparse.Namespace, out: TextIO, as_json: bool) -> int:
     if missing:
         return 2
     return 0 if ok else 1
+
+
+def _warnings(r: LoadedWorkflow | InvalidWorkflow) -> list[LintWarning]:
+    raw = r.definition if isinstance(r, LoadedWorkflow) else r.raw
+    return lint_workflow(raw) if isinstance(raw, dict) else []
 
 
 def _validation_json(r: LoadedWorkflow | InvalidWorkflow) -> dict[str, Any]:
@@ -142,13 +165,19 @@ def run_list(
     if as_json:
         out.write(json.dumps(_catalog_json(catalog), indent=2, ensure_ascii=False) + "\n")
         return 0
+    ids = [wf.workflow_id for wf in catalog.workflows.values()]
+    ids += [bad.workflow_id or "(unknown id)" for bad in catalog.invalid]
+    wide = max([32, *map(len, ids)])  # an id is never cut nor run into the next column
+    if ids:
+        out.write(f"{'WORKFLOW':{wide}} {'VERSION':10} {'SOURCE':8} PATH\n")
     for wf in catalog.workflows.values():
         out.write(
-            f"{wf.workflow_id:32} {wf.definition['version']:10} {wf.source.origin:8} {wf.path}\n"
+            f"{wf.workflow_id:{wide}} {wf.definition['version']:10} {wf.source.origin:8} "
+            f"{wf.path}\n"
         )
     for bad in catalog.invalid:
         label = bad.workflow_id or "(unknown id)"
-        out.write(f"{label:32} {'INVALID':10} {bad.source.origin:8} {bad.path}\n")
+        out.write(f"{label:{wide}} {'INVALID':10} {bad.source.origin:8} {bad.path}\n")
         for p in bad.problems:
             out.write(f"    {p.line()}\n")
     for sh in catalog.shadowed:
@@ -204,20 +233,31 @@ def _source_json(origin: str, kind: str, ref: str) -> dict[str, str]:
 
 
 def run_show(
-    args: argparse.Namespace, out: TextIO, config: DiscoveryConfig, as_json: bool
+    args: argparse.Namespace,
+    out: TextIO,
+    config: DiscoveryConfig,
+    as_json: bool,
+    report: Callable[[dict[str, Any]], int] | None = None,
 ) -> int:
+    """`report` writes an error envelope (Cli.fail): an invalid workflow is answered with
+    the WORKFLOW_INVALID envelope start_workflow sends, then each file's problems."""
     catalog = discover(config)
     resolved = catalog.resolve(args.workflow_id)
     if isinstance(resolved, Failure):
-        not_found = resolved.failure()
         invalid = [b for b in catalog.invalid if b.workflow_id == args.workflow_id]
-        out.write(f"{not_found.message}\n")
-        for bad in invalid:
-            out.write(f"  invalid definition at {bad.path}:\n")
-            for p in bad.problems:
-                out.write(f"    {p.line()}\n")
-        if not invalid:
-            out.write("Run `workrail workflows` to see the available ids.\n")
+        if invalid and report is not None:
+            first = invalid[0]
+            problems = [p.to_json() for p in first.problems]
+            answer = workflow_invalid(args.workflow_id, str(first.path), problems)
+            code = report(answer.to_envelope())
+            if not as_json:
+                for bad in invalid:
+                    out.write(f"invalid definition at {bad.path}:\n")
+                    for p in bad.problems:
+                        out.write(f"    {p.code}  {p.line()}\n")
+            return code
+        out.write(f"{resolved.failure().message}\n")
+        out.write("Run `workrail workflows` to see the available ids.\n")
         return 1
     workflow = resolved.unwrap()
     compiled = workflow.compile()

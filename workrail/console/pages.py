@@ -292,13 +292,21 @@ def session_page(ctx: PageContext, request: Request) -> Response:
     view = inspection.view
     selected = inspection.node.node_id if inspection.node else None
     lanes = {run.run_id: lay_out(run, selected) for run in view.runs}
-    pending = None
+    pending_id = None
     for run in view.runs:
         tip = run.nodes.get(run.preferred_tip or "")
         if tip is not None and tip.step_id:
-            pending = tip.step_id
+            pending_id = tip.step_id
             break
     summary = _summary(ctx, view.session_id)
+    pending = pending_id
+    primary = summary.primary if summary is not None else None
+    if primary is not None and primary.pending_step_id:
+        # a person reads the step's title; its id (loop path and all) is on hover
+        pending_id = primary.pending_step_id
+        pending = primary.pending_step_title or pending_id
+    if summary is not None and view.is_healthy:
+        view.take_statuses(summary)
     return ctx.render(
         request,
         "session.html",
@@ -312,6 +320,7 @@ def session_page(ctx: PageContext, request: Request) -> Response:
         open_folds=open_folds,
         fold_base=fold_base,
         pending=pending,
+        pending_id=pending_id,
         workflow_names=_workflow_names(ctx),
         banner=UNHEALTHY_BANNER if view.prefix_only or not view.is_healthy else None,
         live_url=str(request.url_for("live").include_query_params(session=view.session_id)),

@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Final
 from urllib.parse import urlencode
 
-from workrail.core.summary import RUN_STATUSES
+from workrail.core.summary import RUN_STATUSES, status_word
 from workrail.engine.sessions import ListRequest, decode_cursor, did_you_mean
 from workrail.store.ports import ArchivedFilter
 
@@ -95,9 +95,10 @@ def parse_list(
     notices: list[str] = []
     chosen: list[str] = []
     for status in statuses:
-        if status in RUN_STATUSES:
-            if status not in chosen:
-                chosen.append(status)
+        word = status_word(status)
+        if word is not None:
+            if word not in chosen:
+                chosen.append(word)
         elif status:
             hint = did_you_mean(status, RUN_STATUSES)
             notices.append(

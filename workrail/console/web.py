@@ -24,6 +24,7 @@ from starlette.templating import Jinja2Templates
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from workrail.console import live, pages, workflows_page
+from workrail.console.dates import time_tag
 from workrail.console.deps import ConsoleDeps
 from workrail.console.markdown import render_markdown
 from workrail.console.security import (
@@ -54,6 +55,7 @@ def _templates() -> Jinja2Templates:
     templates = Jinja2Templates(directory=str(PACKAGE_DIR / "templates"))
     env = templates.env
     env.filters["markdown"] = render_markdown
+    env.filters["when"] = time_tag
     env.filters["visible"] = visible_on_page
     # Every {{ value }} of every page (markdown included) shows bidi and control
     # characters as visible marks, so agent text can never reorder what is displayed.

@@ -137,6 +137,11 @@ CATALOG: Final[Mapping[str, CodeSpec]] = {
         "Use list_workflows (or `workrail workflows`) to see the workflow ids that exist.",
         input_fault=True,
     ),
+    "WORKFLOW_INVALID": _engine(
+        422,
+        "Fix each problem at its JSON path (details.details.problems), run `workrail validate` "
+        "on the file until it passes, then send the call again; or start another workflow.",
+    ),
     "PRECONDITION_FAILED": _engine(
         412, "Use the stateToken returned by WorkRail for this run, or start a new run."
     ),

@@ -31,10 +31,11 @@ from workrail.core.session_index import ProjectionError, SessionIndex
 from workrail.core.snapshot import BlockedState, CompleteState, RunningState, parse_snapshot
 from workrail.core.text import first_line, normalise, tokens
 
-PROJECTION_VERSION: Final = 2
+PROJECTION_VERSION: Final = 3
 """Bump whenever `summarize` would answer differently for the same input. 2: the corpus is
 the set of distinct tokens over whole notes; tip snapshots are read without re-checking
-the collation of their completed set."""
+the collation of their completed set. 3: tokens are trimmed of `-`/`_` and compounds add
+their parts (`--verbose` is found by `verbose`); titles are plain text (no Markdown marks)."""
 
 RunStatus = Literal["in_progress", "blocked", "complete", "complete_with_gaps"]
 RUN_STATUSES: Final[tuple[RunStatus, ...]] = (
@@ -43,6 +44,25 @@ RUN_STATUSES: Final[tuple[RunStatus, ...]] = (
     "complete",
     "complete_with_gaps",
 )
+STATUS_ALIASES: Final[dict[str, RunStatus]] = {
+    "pending": "in_progress",
+    "running": "in_progress",
+    "active": "in_progress",
+    "completed": "complete",
+    "done": "complete",
+}
+"""Words people and older output used for a status (`sessions show` said `pending` for a
+run whose step waits), accepted wherever a status is asked for."""
+
+
+def status_word(text: str) -> RunStatus | None:
+    """The run status `text` names: a status (any case, `-` or a space for `_`, as the
+    console prints them) or an alias of one; None when it names none."""
+    word = "_".join(text.strip().lower().replace("-", " ").replace("_", " ").split())
+    for status in RUN_STATUSES:
+        if status == word:
+            return status
+    return STATUS_ALIASES.get(word)
 
 TITLE_KEYS: Final = (
     "goal",
@@ -669,4 +689,4 @@ def matches_text(summary: SessionSummary, query: str) -> bool:
     wanted = set(tokens(query))
     if not wanted:
         return True
-    return wanted - {normalise(summary.session_id)} <= summary.words
+    return wanted - {normalise(summary.session_id), *tokens(summary.session_id)} <= summary.words

@@ -2,6 +2,11 @@
 locale-independent lowercase, then tokens `[a-z0-9_-]+`. One definition, so what the
 index stores and what a query asks for are cut the same way.
 
+Beyond the spec, a token is trimmed of its leading and trailing `-` and `_` (`--verbose`
+is `verbose`, `__init__` is `init`), and a token joined by `-` or `_` also yields its parts
+(`report-builder` is `report-builder`, `report` and `builder`): what people type finds a
+word inside a flag, a path or an identifier, while the whole compound still narrows.
+
 Also the one way agent-written text is made inert for a person's screen: control
 characters (which a terminal obeys: clear the screen, set the window title, hide a
 hyperlink) and bidirectional controls (which reorder what is shown) become visible marks."""
@@ -15,6 +20,8 @@ from typing import Final
 from workrail.core.budgets import TRUNCATION_MARKER
 
 TOKEN_RE: Final = re.compile(r"[a-z0-9_-]+")
+JOINERS: Final = "-_"
+_PARTS_RE: Final = re.compile(r"[-_]+")
 CONTROL_RE: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 """C0 controls but tab and newline, DEL, and the C1 controls (CSI, OSC, ST among them)."""
 BIDI_RE: Final = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
@@ -27,14 +34,45 @@ def normalise(text: str) -> str:
 
 
 def tokens(text: str) -> list[str]:
-    """The tokens of `text` in order (duplicates kept); the truncation marker is not text."""
-    return TOKEN_RE.findall(normalise(text.replace(TRUNCATION_MARKER, " ")))
+    """The tokens of `text` in order (duplicates kept), each compound followed by its
+    parts; the truncation marker is not text."""
+    found: list[str] = []
+    for raw in TOKEN_RE.findall(normalise(text.replace(TRUNCATION_MARKER, " "))):
+        word = raw.strip(JOINERS)
+        if not word:
+            continue
+        found.append(word)
+        if _PARTS_RE.search(word):
+            found.extend(_PARTS_RE.split(word))
+    return found
+
+
+_LINK: Final = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_STRONG: Final = re.compile(r"(\*\*|__|~~)(.+?)\1")
+_EMPHASIS: Final = re.compile(r"(?<![\w*])\*(?![\s*])(.+?)(?<![\s*])\*(?![\w*])")
+_CODE: Final = re.compile(r"`+([^`]*)`+")
+_LEAD: Final = re.compile(r"^(?:#+\s*|>\s*|[-*+]\s+|\d{1,9}[.)]\s+|\[[ xX]\]\s+)+")
+
+
+def plain(line: str) -> str:
+    """One line of Markdown as the text a person reads: no heading, quote or list marks,
+    no emphasis or code marks, a link's text without its target."""
+    text = _LEAD.sub("", line.strip())
+    text = _LINK.sub(r"\1", text)
+    text = _CODE.sub(r"\1", text)
+    for _ in range(3):  # nested emphasis (**_x_**) comes off a layer at a time
+        stripped = _EMPHASIS.sub(r"\1", _STRONG.sub(r"\2", text))
+        if stripped == text:
+            break
+        text = stripped
+    return " ".join(text.split())
 
 
 def first_line(text: str, limit: int = 120) -> str:
-    """The first non-blank line, trimmed of Markdown heading marks, at most `limit` chars."""
+    """The first line with text, as plain text (a title: no `**Goal**` marks), at most
+    `limit` chars."""
     for raw in text.replace(TRUNCATION_MARKER, "\n").splitlines():
-        line = raw.strip().lstrip("#").strip()
+        line = plain(raw)
         if line:
             return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
     return ""

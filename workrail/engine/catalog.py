@@ -3,7 +3,7 @@ source kind/ref that `run_started` records."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -17,6 +17,8 @@ class CatalogEntry:
     name: str = ""
     description: str = ""
     version: str = ""
+    source_path: str = ""  # the invalid file (set only when definition is None)
+    problems: tuple[Mapping[str, str], ...] = ()  # why it is invalid: {code, path, message, fix}
 
     @property
     def valid(self) -> bool:
@@ -26,4 +28,7 @@ class CatalogEntry:
 class WorkflowCatalog(Protocol):
     def entries(self) -> Sequence[CatalogEntry]: ...
 
-    def get(self, workflow_id: str) -> CatalogEntry | None: ...
+    def get(self, workflow_id: str) -> CatalogEntry | None:
+        """The valid definition of the id; else its invalid file's entry (definition None,
+        with source_path and problems); None when no file defines it."""
+        ...

@@ -4,8 +4,9 @@ code here has its entry in the catalogue (workrail/core/errors.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from workrail.core.errors import (
     LOCK_RETRY_MS,
@@ -16,11 +17,16 @@ from workrail.core.errors import (
     spec_of,
 )
 
+if TYPE_CHECKING:
+    from workrail.engine.catalog import CatalogEntry
+
 __all__ = ["NOT_RETRYABLE", "EngineError", "ErrorCode", "Retry", "error"]
 
 ErrorCode = Literal[
     "VALIDATION_ERROR",
     "NOT_FOUND",
+    # a workflow id whose file is found but fails validation
+    "WORKFLOW_INVALID",
     "PRECONDITION_FAILED",
     "TIMEOUT",
     "INTERNAL_ERROR",
@@ -144,4 +150,36 @@ def workflow_not_found(workflow_id: str) -> EngineError:
         "NOT_FOUND",
         f"Workflow not found: {workflow_id}",
         "Use list_workflows to discover available workflows.",
+    )
+
+
+MAX_REPORTED_PROBLEMS = 20
+"""An invalid workflow's error lists at most this many problems (problemCount has all)."""
+
+
+def workflow_unavailable(workflow_id: str, entry: CatalogEntry | None) -> EngineError:
+    """NOT_FOUND for an id no file defines; WORKFLOW_INVALID, with the file and its
+    problems, for one whose only definitions fail validation."""
+    if entry is None or not entry.source_path:
+        return workflow_not_found(workflow_id)
+    return workflow_invalid(workflow_id, entry.source_path, entry.problems)
+
+
+def workflow_invalid(
+    workflow_id: str, path: str, problems: Sequence[Mapping[str, str]]
+) -> EngineError:
+    """The id's file is there but fails validation: say which file and what is wrong
+    (the first MAX_REPORTED_PROBLEMS problems), so the fix is not a hunt."""
+    count = len(problems)
+    return error(
+        "WORKFLOW_INVALID",
+        f"Workflow {workflow_id} is defined in {path}, but that file fails validation "
+        f"({count} problem{'' if count == 1 else 's'}): it cannot be used until it is fixed.",
+        f"Fix each problem at its JSON path (details.details.problems), check the file with "
+        f"`workrail validate {path}`, then send the call again; or start another workflow "
+        "from list_workflows.",
+        workflowId=workflow_id,
+        path=path,
+        problemCount=count,
+        problems=[dict(p) for p in problems[:MAX_REPORTED_PROBLEMS]],
     )

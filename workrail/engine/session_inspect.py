@@ -30,7 +30,7 @@ from workrail.core.events import (
 )
 from workrail.core.session_index import ProjectionError, SessionIndex
 from workrail.core.snapshot import BlockedState, ExecutionSnapshot, TerminalBlock, parse_snapshot
-from workrail.engine.responses import pending_instance
+from workrail.engine.responses import RETRY_FIXES, pending_instance
 from workrail.engine.sessions_view import (
     SessionView,
     fill_states,
@@ -141,6 +141,9 @@ class NodeDetail:
     validations: list[ValidationDetail] = field(default_factory=list)
     entry_validation: ValidationDetail | None = None
     """The validation of the attempt that created this node (why it was blocked)."""
+    advanced_by: list[str] = field(default_factory=list)
+    """The attempts whose output was accepted here (each advanced the run to a new node):
+    an accepted output met the step's requirements, and no validation record is written."""
     block: BlockDetail | None = None
     trace: list[TraceDetail] = field(default_factory=list)
     gaps: list[GapDetail] = field(default_factory=list)
@@ -220,17 +223,20 @@ def _pointer(raw: dict[str, Any]) -> str:
 
 
 def _block(state: BlockedState) -> BlockDetail:
+    """The stored blockers, with the advice the server gives for them: a retryable block's
+    answer carries the retry ack in its nextCall, so its fix never says to rehydrate."""
     info = state.blocked
+    retryable = not isinstance(info, TerminalBlock)
     blockers = tuple(
         BlockerDetail(
             b.code,
             b.message,
-            b.suggested_fix,
+            RETRY_FIXES.get(b.suggested_fix or "", b.suggested_fix) if retryable else b.suggested_fix,
             _pointer(b.pointer.model_dump(mode="json", by_alias=True)),
         )
         for b in info.blockers.blockers
     )
-    return BlockDetail(info.kind, info.reason.kind, not isinstance(info, TerminalBlock), blockers)
+    return BlockDetail(info.kind, info.reason.kind, retryable, blockers)
 
 
 def _node_detail(
@@ -263,6 +269,11 @@ def _node_detail(
         workflow_hash=created.data.workflowHash,
     )
     entry_attempt = detail.entered_by_attempt
+    detail.advanced_by = [
+        e.data.attemptId
+        for e in index.advance_into.values()
+        if e.scope is not None and e.scope.nodeId == node_id
+    ]
     for event in events:
         scope = event.scope
         if isinstance(event, ValidationPerformed):

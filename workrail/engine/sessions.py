@@ -21,7 +21,7 @@ from returns.result import Failure, Result, Success
 
 from workrail.core.events import DomainEvent
 from workrail.core.health import SessionHealth
-from workrail.core.summary import RUN_STATUSES, RunStatus, SessionSummary
+from workrail.core.summary import RUN_STATUSES, RunStatus, SessionSummary, status_word
 from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError, error
 from workrail.engine.store_errors import from_store
@@ -51,7 +51,7 @@ def parse_statuses(given: Sequence[str]) -> Result[frozenset[RunStatus], EngineE
     the one meant)."""
     statuses: set[RunStatus] = set()
     for status in given:
-        match = next((s for s in RUN_STATUSES if s == status), None)
+        match = status_word(status)
         if match is None:
             hint = did_you_mean(status, RUN_STATUSES)
             return Failure(
@@ -59,7 +59,8 @@ def parse_statuses(given: Sequence[str]) -> Result[frozenset[RunStatus], EngineE
                     f"Unknown status {status!r}.",
                     (f"Did you mean {hint!r}? " if hint else "")
                     + "Statuses are: "
-                    + ", ".join(RUN_STATUSES),
+                    + ", ".join(RUN_STATUSES)
+                    + " (pending is in_progress, done is complete).",
                     field="status",
                     didYouMean=hint,
                 )

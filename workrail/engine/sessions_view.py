@@ -19,6 +19,7 @@ from returns.result import Success
 from workrail.core.events import DomainEvent, NodeCreated
 from workrail.core.session_index import ProjectionError, SessionIndex
 from workrail.core.snapshot_state import SnapshotState
+from workrail.core.summary import SessionSummary
 from workrail.store.errors import StoreError
 from workrail.store.ports import SessionLog, SessionStore, SnapshotStore
 
@@ -73,6 +74,8 @@ class RunView:
     nodes: dict[str, NodeView]
     tips: list[str]
     preferred_tip: str | None
+    summary_status: str | None = None
+    """The run's status as its summary projects it (spec 70 §7), when it was read."""
 
     @property
     def roots(self) -> list[str]:
@@ -80,8 +83,12 @@ class RunView:
 
     @property
     def status(self) -> str:
+        """The run status words of `sessions` (`in_progress`, `blocked`, `complete`,
+        `complete_with_gaps`): the summary's when known, else read off the tip's state."""
+        if self.summary_status is not None:
+            return self.summary_status
         tip = self.nodes.get(self.preferred_tip or "")
-        return "empty" if tip is None else tip.state
+        return "empty" if tip is None else _RUN_WORDS.get(tip.state, tip.state)
 
     def to_json(self) -> dict[str, Any]:
         edges = [
@@ -124,6 +131,13 @@ class SessionView:
         if not self.is_healthy:
             return str(self.health.get("kind"))
         return self.runs[0].status if self.runs else "empty"
+
+    def take_statuses(self, summary: SessionSummary) -> None:
+        """Show each run with the status its summary projects, so `sessions show` and the
+        console say what `sessions` says (gaps and blocking gaps included)."""
+        known = {run.run_id: run.status for run in summary.runs}
+        for run in self.runs:
+            run.summary_status = known.get(run.run_id)
 
     def summary_json(self) -> dict[str, Any]:
         return {
@@ -216,16 +230,33 @@ def fill_states(
     known = snapshots.states({node.snapshot_ref for node in nodes}).value_or({})
     for node in nodes:
         node.state, node.step_id = node_state(known.get(node.snapshot_ref))
+    for run in runs:
+        for node in run.nodes.values():
+            if node.state == "pending" and _advanced_from(run, node):
+                node.state = "done"
+
+
+def _advanced_from(run: RunView, node: NodeView) -> bool:
+    """Whether an accepted output left the node (a step child over an acked_step edge):
+    its step is done, whatever its snapshot still says was pending there."""
+    for child_id in node.children:
+        child = run.nodes.get(child_id)
+        if child is not None and child.kind == "step" and child.edge_kind == "acked_step":
+            return True
+    return False
 
 
 NodeState = tuple[str, str | None]
 MISSING_SNAPSHOT: NodeState = ("missing_snapshot", None)
 _LABELS = {"running": "pending", "invalid": "invalid_snapshot"}
+_RUN_WORDS = {"pending": "in_progress", "init": "in_progress"}
+"""A tip's node state in the run status words (a run whose step waits is in progress)."""
 
 
 def node_state(state: SnapshotState | None) -> NodeState:
-    """What a node shows: `pending` while a step waits, `blocked`, `complete`, `init`,
-    or why its snapshot cannot tell (`missing_snapshot`, `invalid_snapshot`)."""
+    """What a node's snapshot shows: `pending` while a step waits, `blocked`, `complete`,
+    `init`, or why its snapshot cannot tell (`missing_snapshot`, `invalid_snapshot`);
+    `fill_states` then says `done` for a pending node an accepted output left."""
     if state is None:
         return MISSING_SNAPSHOT
     return _LABELS.get(state.kind, state.kind), state.pending_step

@@ -14,7 +14,7 @@ from workrail.core.lifecycle import SessionLifecycle
 from workrail.core.snapshot import ExecutionSnapshot, StepInstance
 from workrail.engine.context import validate_context
 from workrail.engine.deps import EngineDeps
-from workrail.engine.errors import EngineError, error, workflow_not_found
+from workrail.engine.errors import EngineError, error, workflow_unavailable
 from workrail.engine.events_builder import PlanBuilder
 from workrail.engine.loaded import CompiledCache
 from workrail.engine.needed import needed_input_error
@@ -60,7 +60,7 @@ def start_workflow(
             return Failure(checked.failure())
     entry = deps.catalog.get(workflow_id)
     if entry is None or entry.definition is None:
-        return Failure(workflow_not_found(workflow_id))
+        return Failure(workflow_unavailable(workflow_id, entry))
     if not entry.definition.get("steps"):
         return Failure(error("PRECONDITION_FAILED", "Workflow has no steps and cannot be started."))
     pinned = pin_workflow(entry.definition)

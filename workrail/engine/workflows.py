@@ -8,7 +8,7 @@ from typing import Any
 from returns.result import Failure, Result, Success
 
 from workrail.engine.deps import EngineDeps
-from workrail.engine.errors import EngineError, workflow_not_found
+from workrail.engine.errors import EngineError, workflow_unavailable
 from workrail.workflow.envelopes import preview_workflow
 
 
@@ -20,16 +20,18 @@ def list_workflows(deps: EngineDeps) -> dict[str, Any]:
             if entry.definition is not None
             else None
         )
-        items.append(
-            {
-                "workflowId": entry.workflow_id,
-                "name": entry.name,
-                "description": entry.description,
-                "version": entry.version,
-                "kind": "workflow",
-                "workflowHash": preview_hash,
-            }
-        )
+        row: dict[str, Any] = {
+            "workflowId": entry.workflow_id,
+            "name": entry.name,
+            "description": entry.description,
+            "version": entry.version,
+            "kind": "workflow",
+            "workflowHash": preview_hash,
+        }
+        if entry.definition is None:
+            # Marked, so an agent does not pick it and a person knows where to look.
+            row.update(valid=False, problems=len(entry.problems), path=entry.source_path)
+        items.append(row)
     return {"workflows": items}
 
 
@@ -38,7 +40,7 @@ def inspect_workflow(
 ) -> Result[dict[str, Any], EngineError]:
     entry = deps.catalog.get(workflow_id)
     if entry is None or entry.definition is None:
-        return Failure(workflow_not_found(workflow_id))
+        return Failure(workflow_unavailable(workflow_id, entry))
     preview = preview_workflow(entry.definition)
     compiled = preview.metadata() if mode == "metadata" else preview.to_json()
     return Success(

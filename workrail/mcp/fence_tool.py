@@ -188,12 +188,17 @@ def input_schema() -> dict[str, Any]:
 
 
 def reply_to_result(reply: Reply) -> CallToolResult:
-    """Success: the contract's output. Failure: the error envelope, flagged is_error."""
-    structured = reply.body["result"] if reply.ok else reply.body
+    """Success: the contract's output, as text and structured content. Failure: the error
+    envelope as text only, flagged is_error (structured content is the outputSchema's,
+    which describes success: docs/mcp.md, "Errors")."""
+    if not reply.ok:
+        text = json.dumps(reply.body)
+        return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+    structured = reply.body["result"]
     return CallToolResult(
         content=[TextContent(type="text", text=json.dumps(structured))],
         structured_content=structured,
-        is_error=not reply.ok,
+        is_error=False,
     )
 
 

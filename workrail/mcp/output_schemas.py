@@ -188,6 +188,20 @@ LIST_OUTPUT = _object(
                         {"type": "string"},
                         _PREVIEW_HASH + " Null when the definition cannot be loaded.",
                     ),
+                    "valid": {
+                        "type": "boolean",
+                        "description": "Present, and false, only when the workflow's file fails "
+                        "validation: it cannot be started until the file is fixed "
+                        "(start_workflow answers WORKFLOW_INVALID with its problems).",
+                    },
+                    "problems": {
+                        "type": "integer",
+                        "description": "Invalid workflows only: how many problems the file has.",
+                    },
+                    "path": {
+                        "type": "string",
+                        "description": "Invalid workflows only: the file that fails validation.",
+                    },
                 },
                 ["workflowId", "workflowHash"],
                 "One workflow.",

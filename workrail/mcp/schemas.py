@@ -159,7 +159,8 @@ CONTINUE_WORKFLOW = ToolSpec(
         "- Simplest: send the continueToken of the latest response, plus output to complete "
         "the pending step; without output it recovers the step instead (the intent is "
         "inferred; you may still give it).\n"
-        "- Or, as in WorkRail v1.4:\n"
+        "- Or, with separate tokens (the protocol of WorkRail v1.4, which existing clients "
+        "use):\n"
         '- intent "advance": you finished the pending step. Send stateToken, ackToken and '
         "output.notesMarkdown (what you did, decisions, files touched; steps with validation "
         "criteria check these notes). Returns the next step and fresh tokens. If kind is "

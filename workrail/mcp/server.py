@@ -82,8 +82,10 @@ def ok_result(payload: dict[str, Any]) -> CallToolResult:
 
 
 def error_result(err: ToolFailure) -> CallToolResult:
-    envelope = err.to_envelope()
-    return CallToolResult(content=_text(envelope), structured_content=envelope, is_error=True)
+    """The envelope as JSON text only: `structuredContent` is what the tool's outputSchema
+    describes (success), and a client checking it would refuse the envelope (docs/mcp.md,
+    "Errors")."""
+    return CallToolResult(content=_text(err.to_envelope()), is_error=True)
 
 
 def _start_call(workflow_id: str) -> dict[str, Any]:

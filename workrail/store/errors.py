@@ -24,6 +24,9 @@ StoreErrorCode = Literal[
     "KEYRING_IO_ERROR",
     "KEYRING_INSECURE",
     "STORE_UNAVAILABLE",
+    # the store's URL names credentials the server refuses or a database it lacks: the
+    # configuration must change, so not retryable
+    "CONFIG_INVALID",
     # the disk is full, over quota, or failed an I/O: nothing was acknowledged, and the
     # same call succeeds once a person has freed space (or the device recovers)
     "STORAGE_FAULT",

@@ -235,6 +235,13 @@ class LifecycleStore(Protocol):
         does not exist); retryable `SESSION_LOCKED` while the session is being deleted."""
         ...
 
+    def restamp(self, session_id: str, moment: datetime) -> Result[bool, StoreError]:
+        """Record that an existing session was last active at `moment` (its summary too),
+        as `migrate` does: the log records no clock, so a session copied from another
+        store would otherwise seem active at the time of the copy. False when the session
+        does not exist; retryable `SESSION_LOCKED` while it is being written."""
+        ...
+
 
 @dataclass(frozen=True)
 class PageCursor:

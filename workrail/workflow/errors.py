@@ -20,6 +20,8 @@ ProblemCode = Literal[
     "RESERVED_NAMESPACE",
     "UNKNOWN_CONTRACT",
     "INVALID_REGEX",
+    # warnings (workflow.lint): valid as written, most likely not what was meant
+    "CONDITION_QUOTED_LITERAL",
 ]
 
 

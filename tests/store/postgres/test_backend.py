@@ -11,11 +11,11 @@ from tests.services.postgres import PostgresCluster, free_port
 from workrail.store.postgres import open_postgres_backend
 
 
-def _refusal(url: str) -> str:
+def _refusal(url: str, code: str = "STORE_UNAVAILABLE") -> str:
     opened = open_postgres_backend(url)
     assert isinstance(opened, Failure)
     error = opened.failure()
-    assert error.code == "STORE_UNAVAILABLE"
+    assert error.code == code
     assert "\n" not in error.message
     message: str = error.message
     return message
@@ -28,13 +28,16 @@ def test_an_unreachable_server_is_one_line_without_the_password() -> None:
 
 
 def test_wrong_credentials_are_named_as_such(postgres_cluster: PostgresCluster) -> None:
-    message = _refusal(postgres_cluster.url("postgres", password="not-the-password"))
+    # the URL must change: retrying cannot help, so it is not labelled retryable
+    message = _refusal(
+        postgres_cluster.url("postgres", password="not-the-password"), code="CONFIG_INVALID"
+    )
     assert "refused the credentials" in message
     assert "not-the-password" not in message and postgres_cluster.password not in message
 
 
 def test_a_missing_database_says_to_create_it(postgres_cluster: PostgresCluster) -> None:
-    message = _refusal(postgres_cluster.url("no_such_database"))
+    message = _refusal(postgres_cluster.url("no_such_database"), code="CONFIG_INVALID")
     assert "does not exist" in message and "createdb" in message
     assert postgres_cluster.password not in message
 

@@ -98,7 +98,9 @@ def test_a_database_from_before_snapshot_states_answers_them_from_the_bodies(
             for node in nodes:
                 path = reference_data / "snapshots" / digest_file_name(node.snapshot_ref)
                 raw = json.loads(path.read_bytes())
-                assert (node.state, node.step_id) == node_state(_parsed(raw)), node.node_id
+                # `done` is a pending snapshot an accepted output has left
+                said = "pending" if node.state == "done" else node.state
+                assert (said, node.step_id) == node_state(_parsed(raw)), node.node_id
         with psycopg.connect(postgres_url) as conn:
             after = conn.execute(
                 "SELECT md5(string_agg(t::text, '' ORDER BY ref)) FROM workrail_snapshots t"

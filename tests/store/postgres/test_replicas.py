@@ -22,7 +22,7 @@ import psycopg
 import pytest
 from mcp import Client
 
-from tests.mcp.conftest import advance_args, body
+from tests.mcp.conftest import advance_args, body, error_body
 from tests.mcp.servers import ROOT, free_port, server_env, wait_until_accepting
 from tests.services.postgres import PostgresCluster
 
@@ -99,7 +99,7 @@ async def call(client: Client, tool: str, args: dict[str, Any], seen: list[str])
         except Exception as exc:  # the replica went away mid-call: a transport error
             seen.append(f"transport:{type(exc).__name__}")
             raise
-        answer = body(result)
+        answer = error_body(result) if result.is_error else body(result)
         if not result.is_error:
             return answer
         assert answer["retry"]["kind"] != "not_retryable", answer

@@ -17,7 +17,7 @@ from workrail.core.lifecycle import DEFAULT_LIFECYCLE, SessionLifecycle
 from workrail.store.errors import StoreError
 from workrail.store.fsio import atomic_write, read_regular
 from workrail.store.local.layout import Layout, UnsafeReference
-from workrail.store.local.session_store import LocalSessionStore
+from workrail.store.local.session_store import MANIFEST, LocalSessionStore, mtime_ns
 
 LIFECYCLE_FILE: Final = "lifecycle.json"
 
@@ -72,3 +72,19 @@ class LocalLifecycleStore:
         if isinstance(written, Failure):
             return Failure(written.failure())
         return Success(bool(written.unwrap()))
+
+    def restamp(self, session_id: str, moment: datetime) -> Result[bool, StoreError]:
+        """The manifest's mtime is the files backend's last activity: set it, under the
+        writer. The summary index sees the manifest's new identity and projects again."""
+        stamp = mtime_ns(moment)
+
+        def touch(session_dir: Path) -> Result[bool, StoreError]:
+            manifest = session_dir / MANIFEST
+            st = os.lstat(manifest)
+            os.utime(manifest, ns=(st.st_atime_ns, stamp), follow_symlinks=False)
+            return Success(True)
+
+        done = self._sessions.exclusive(session_id, touch)
+        if isinstance(done, Failure):
+            return Failure(done.failure())
+        return Success(bool(done.unwrap()))

@@ -28,9 +28,9 @@ import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Literal, Protocol, TypeVar
+from typing import Final, Literal, Protocol, TypeVar
 
 from returns.result import Failure, Result, Success
 
@@ -92,6 +92,18 @@ CACHED_EVENTS = 20_000
 (one session larger than the event bound is still kept)."""
 
 MANIFEST = "manifest.jsonl"
+EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def mtime_of(st: os.stat_result) -> datetime:
+    """A file's mtime to the microsecond, exactly (a float of seconds loses the last
+    digit), so a last activity carried to PostgreSQL and back stays the same instant."""
+    return EPOCH + timedelta(microseconds=st.st_mtime_ns // 1000)
+
+
+def mtime_ns(moment: datetime) -> int:
+    """The inverse of `mtime_of`: the nanoseconds to set as a file's mtime."""
+    return (moment - EPOCH) // timedelta(microseconds=1) * 1000
 STAGED_MANIFEST = "manifest.jsonl.tmp"
 """The manifest of a session being created, published by one link(2) when complete."""
 
@@ -196,7 +208,7 @@ class LocalSessionStore:
             return Success(None)
         except OSError as exc:
             return Failure(io_error(exc, "SESSION_STORE_IO_ERROR", "cannot stat manifest"))
-        return Success(datetime.fromtimestamp(st.st_mtime, UTC))
+        return Success(mtime_of(st))
 
     def list_ids(
         self, *, after: str | None = None, limit: int = LIST_PAGE_MAX
@@ -701,7 +713,7 @@ class LocalSessionStore:
     def _tell_committed(self, session_id: str, entry: _Entry, st: os.stat_result) -> None:
         if self._observer is not None:
             self._observer.committed(
-                entry.view(session_id), datetime.fromtimestamp(st.st_mtime, UTC)
+                entry.view(session_id), mtime_of(st)
             )
 
     def _discard(self, txn: _Txn) -> None:

@@ -20,8 +20,8 @@ from workrail.store.postgres.connection import (
     POOL_WAIT_SECONDS,
     WRITE_IDLE_SECONDS,
     Database,
+    connect_failure,
     connect_kwargs,
-    describe_connect_failure,
     one_line,
 )
 from workrail.store.postgres.content import PostgresPinnedWorkflowStore, PostgresSnapshotStore
@@ -69,7 +69,7 @@ def open_postgres_backend(
             migrated = migrate(conn)
             row = conn.execute("SELECT current_setting('synchronous_commit')").fetchone()
     except psycopg.OperationalError as exc:
-        return Failure(StoreError("STORE_UNAVAILABLE", describe_connect_failure(exc, url)))
+        return Failure(connect_failure(exc, url))
     except psycopg.Error as exc:
         return Failure(
             StoreError(

@@ -103,24 +103,29 @@ def _password(url: str) -> str | None:
     return str(value) if value else None
 
 
-def describe_connect_failure(exc: BaseException, url: str) -> str:
+def connect_failure(exc: BaseException, url: str) -> StoreError:
     """One line for a person whose server would not even open: what is wrong and what to
-    check, with the URL's password hidden."""
+    check, with the URL's password hidden. Wrong credentials or a missing database are
+    CONFIG_INVALID (the URL must change: retrying cannot help); anything else may be a
+    server that is not up yet, the retryable STORE_UNAVAILABLE."""
     where = redact_url(url)
     detail = one_line(exc, url)
     lowered = detail.lower()
     if "password authentication failed" in lowered or "no password supplied" in lowered:
-        return (
-            f"PostgreSQL refused the credentials in {where} ({detail}); fix the user or password."
+        return StoreError(
+            "CONFIG_INVALID",
+            f"PostgreSQL refused the credentials in {where} ({detail}); fix the user or password.",
         )
     if "does not exist" in lowered and "database" in lowered:
-        return (
+        return StoreError(
+            "CONFIG_INVALID",
             f"The database named in {where} does not exist ({detail}); create it "
-            "(createdb) or fix the URL."
+            "(createdb) or fix the URL.",
         )
-    return (
+    return StoreError(
+        "STORE_UNAVAILABLE",
         f"Cannot reach PostgreSQL at {where} ({detail}); check that the server is running "
-        "and the host and port are right."
+        "and the host and port are right.",
     )
 
 

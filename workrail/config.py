@@ -99,6 +99,7 @@ class Overrides:
     data_dir: str | None = None
     store_url: str | None = None
     workflow_dirs: tuple[str, ...] = ()
+    library_dirs: tuple[str, ...] = ()
     log_level: str | None = None
     log_file: str | None = None
 
@@ -156,6 +157,7 @@ def load_config(
         env=dict(env),
         bundled_dir=bundled_workflows_dir(),
         extra_dirs=tuple(absolute(d) for d in overrides.workflow_dirs),
+        library_dirs=tuple(absolute(d) for d in overrides.library_dirs),
     )
     return Success(
         WorkrailConfig(

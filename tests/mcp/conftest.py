@@ -105,3 +105,12 @@ def advance_args(response: dict[str, Any], notes: str | None = "done") -> dict[s
     if notes is not None:
         args["output"] = {"notesMarkdown": notes}
     return args
+
+
+@pytest.fixture(scope="module")
+def engines(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, Engine]:
+    """An engine with workflows, and one with neither workflows nor sessions (for the
+    tests that compare early answers with the SDK's, with and without content)."""
+    root = tmp_path_factory.mktemp("engines")
+    (root / "none").mkdir()
+    return {True: make_engine(root / "full"), False: make_engine(root / "bare", root / "none")}

@@ -23,7 +23,6 @@ from mcp.server import MCPServer
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 
-from tests.engine.conftest import make_engine
 from tests.mcp.servers import ROOT, server_env
 from workrail.engine.api import Engine
 from workrail.mcp import build_server
@@ -72,14 +71,6 @@ async def _sdk_answer(server: MCPServer, frame: bytes) -> bytes:
 
 def sdk_answer(server: MCPServer, frame: bytes) -> bytes:
     return anyio.run(_sdk_answer, server, frame)
-
-
-@pytest.fixture(scope="module")
-def engines(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, Engine]:
-    """An engine with workflows, and one with neither workflows nor sessions."""
-    root = tmp_path_factory.mktemp("handshake")
-    (root / "none").mkdir()
-    return {True: make_engine(root / "full"), False: make_engine(root / "bare", root / "none")}
 
 
 @pytest.fixture(scope="module")

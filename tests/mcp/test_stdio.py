@@ -4,6 +4,7 @@ server goes on serving (raw frames into a real `workrail mcp` process)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -83,3 +84,33 @@ def test_a_real_server_answers_every_frame_and_keeps_serving(data_dir: Path) -> 
     assert sum(1 for a in answers if a.get("id") is None) == 1  # "not json"
     assert by_id[99]["result"] == {}
     assert len(answers) == 2 + len(HOSTILE)  # nothing else on stdout
+
+
+@pytest.mark.parametrize("stdin", ["null device", "regular file"])
+def test_stdin_that_is_not_a_pipe_is_read_to_its_end(
+    data_dir: Path, tmp_path: Path, stdin: str
+) -> None:
+    """Input redirected from a file (or from the null device) is read without the event
+    loop (epoll refuses both): every request answered, then a clean exit at its end."""
+    requests = (
+        b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+        b'"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
+        b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n'
+    )
+    source = Path(os.devnull)
+    if stdin == "regular file":
+        source = tmp_path / "requests.jsonl"
+        source.write_bytes(requests)
+    with open(source, "rb") as file:
+        done = subprocess.run(
+            [sys.executable, "-m", "workrail", "mcp"],
+            stdin=file,
+            capture_output=True,
+            env=server_env(data_dir),
+            cwd=ROOT,
+            timeout=120,
+        )
+    assert done.returncode == 0, done.stderr
+    assert b"Traceback" not in done.stderr
+    ids = [json.loads(line)["id"] for line in done.stdout.splitlines()]
+    assert ids == ([] if stdin == "null device" else [1, 2])

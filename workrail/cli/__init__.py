@@ -78,6 +78,16 @@ def _global_flags(*, top_level: bool) -> argparse.ArgumentParser:
         help="extra workflow directory (repeatable; after $WORKFLOW_STORAGE_PATH)",
     )
     flags.add_argument(
+        "--library",
+        dest="global_library" if top_level else "library",
+        metavar="DIR",
+        action="append",
+        default=argparse.SUPPRESS,
+        help="workflow library directory with the bundled workflows' rights: may use the "
+        "wr. namespace and replaces a bundled workflow of the same id (repeatable; after "
+        "$WORKFLOW_LIBRARY_PATH). With validate: files to check as library files",
+    )
+    flags.add_argument(
         "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output"
     )
     return flags

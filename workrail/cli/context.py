@@ -63,10 +63,15 @@ def overrides_of(args: argparse.Namespace) -> Overrides:
         *(getattr(args, "global_workflows", None) or ()),
         *(getattr(args, "workflows", None) or ()),
     ]
+    libraries = [
+        *(getattr(args, "global_library", None) or ()),
+        *(getattr(args, "library", None) or ()),
+    ]
     return Overrides(
         data_dir=getattr(args, "data_dir", None),
         store_url=getattr(args, "store", None),
         workflow_dirs=tuple(dirs),
+        library_dirs=tuple(libraries),
         log_level=getattr(args, "log_level", None),
         log_file=getattr(args, "log_file", None),
     )

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from returns.result import Failure
 
 from workrail import __version__
-from workrail.app import build_console, open_fence
 from workrail.cli.context import INTERRUPTED, Cli, exit_now, port_number
 from workrail.cli.listen import bind_listener, bind_problem
 
@@ -38,17 +37,23 @@ def _serving(cli: Cli) -> Iterator[tuple[Engine, FenceService | None]]:
 
     configure_logging(cli.config.log)
     engine = cli.engine()
-    opened = open_fence(cli.config)
-    fence = None
-    if isinstance(opened, Failure):
-        log.warning("effect_checkpoint is disabled: %s", opened.failure().message)
-    else:
-        fence = opened.unwrap()
+    fence = _open_fence(cli)
     try:
         yield engine, fence
     finally:
         if fence is not None:
             fence.close()
+
+
+def _open_fence(cli: Cli) -> FenceService | None:
+    """The fence service, or None (with a warning) when it cannot start."""
+    from workrail.app import open_fence
+
+    opened = open_fence(cli.config)
+    if isinstance(opened, Failure):
+        log.warning("effect_checkpoint is disabled: %s", opened.failure().message)
+        return None
+    return opened.unwrap()
 
 
 def _announce(cli: Cli, line: str, *, always: bool = False) -> Callable[[], None]:
@@ -128,6 +133,8 @@ def _http_url(host: str, port: int) -> str:
 def run_mcp(cli: Cli) -> int:
     """Serve MCP; stdio unless --http. Nothing but protocol is written to stdout."""
     args = cli.args
+    if not args.http and args.stdio != "sdk":
+        return _run_stdio(cli)
     sock = None
     if args.http:
         sock = _listen(cli, "mcp")
@@ -156,6 +163,38 @@ def run_mcp(cli: Cli) -> int:
 
             with _ctrl_c_stops_at_once(cli, "mcp"):
                 code = serve_stdio(engine, fence, on_ready=ready, sdk=args.stdio == "sdk")
+    return _stopped(cli, "mcp", code)
+
+
+def _run_stdio(cli: Cli) -> int:
+    """WorkRail's stdio transport: the store, the fence and the SDK load on a thread of
+    their own from the start, while the first requests are answered from the MCP
+    catalogue (workrail.mcp.stdio_serve); the fence is closed when the server stops."""
+    from workrail.mcp.logs import configure_logging
+    from workrail.mcp.stdio_serve import serve_stdio_early
+
+    configure_logging(cli.config.log)
+    opened: list[FenceService | None] = []
+
+    def open_all() -> tuple[Engine, FenceService | None]:
+        engine = cli.engine()
+        opened.append(_open_fence(cli))
+        return engine, opened[0]
+
+    def ready() -> None:
+        _announce(
+            cli,
+            f"workrail mcp {__version__}: ready on stdio ({_where(cli, opened[0])}). An MCP "
+            "client talks to it over stdin/stdout; Ctrl-C stops it.",
+        )()
+
+    try:
+        with _ctrl_c_stops_at_once(cli, "mcp"):
+            code = serve_stdio_early(open_all, cli.config, on_ready=ready)
+    finally:
+        for fence in opened:
+            if fence is not None:
+                fence.close()
     return _stopped(cli, "mcp", code)
 
 
@@ -199,6 +238,7 @@ def run_serve(cli: Cli) -> int:
 def _console(cli: Cli, host: str, url: str) -> tuple[Starlette | None, str]:
     """The web console for /console and the words that announce it (its URL carries this
     start's secret, which its actions need)."""
+    from workrail.app import build_console
     from workrail.console.security import SECRET_PARAM, Guard
 
     guard = Guard.for_bind(host)

@@ -19,15 +19,18 @@ from workrail.workflow.catalog import (
     LoadedWorkflow,
     SourceOrigin,
     load_file,
+    load_routines,
 )
 from workrail.workflow.compiler import CompiledWorkflow
 from workrail.workflow.definition import LoopStep
+from workrail.workflow.language import Construct
 from workrail.workflow.lint import LintWarning, lint_workflow
 from workrail.workflow.sources import (
     DiscoveryConfig,
     bundled_workflows_dir,
     discover,
     read_workflow_file,
+    routines_near,
 )
 
 
@@ -39,7 +42,13 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         help="validate workflow files",
         description="Validate workflow JSON files.",
     )
-    validate.add_argument("paths", nargs="+", metavar="PATH", help="workflow files or directories")
+    validate.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="workflow files or directories (a routines/ folder beside a file provides the "
+        "routines it may include)",
+    )
     validate.set_defaults(handler=lambda cli: run_validate(cli.args, cli.out, cli.as_json))
 
     workflows = subparsers.add_parser(
@@ -64,23 +73,38 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run_validate(args: argparse.Namespace, out: TextIO, as_json: bool) -> int:
-    """Exit 0 only when every file is valid; 2 when a path does not exist."""
+    """Exit 0 only when every file is valid; 2 when a path does not exist (or none is
+    given). Files named with `--library` are checked with a library's rights."""
     bundled = bundled_workflows_dir()
     results: list[LoadedWorkflow | InvalidWorkflow] = []
     missing: list[str] = []
-    for raw_path in args.paths:
+    library = [*(getattr(args, "global_library", None) or ()), *(getattr(args, "library", None) or ())]
+    named = [(p, False) for p in args.paths] + [(p, True) for p in library]
+    if not named:
+        out.write("Nothing to validate: name workflow files or directories (PATH or --library).\n")
+        return 2
+    for raw_path, in_library in named:
         path = Path(raw_path)
         if path.is_dir():
             files = sorted(p for p in path.iterdir() if p.suffix == ".json" and p.is_file())
+            routines_dir = path / "routines"
+            if routines_dir.is_dir():
+                files += sorted(p for p in routines_dir.iterdir() if p.suffix == ".json")
         elif path.exists():
             files = [path]
         else:
             missing.append(raw_path)
             continue
         for file in files:
-            in_bundled = bundled is not None and file.resolve().parent == bundled.resolve()
-            origin: SourceOrigin = "bundled" if in_bundled else "custom"
-            results.append(load_file(read_workflow_file(file, origin)))
+            in_bundled = bundled is not None and file.resolve().parent in (
+                bundled.resolve(),
+                (bundled / "routines").resolve(),
+            )
+            origin: SourceOrigin = (
+                "bundled" if in_bundled else "library" if in_library else "custom"
+            )
+            routines = _routines_for(file, origin, bundled)
+            results.append(load_file(read_workflow_file(file, origin), routines))
     ok = not missing and all(isinstance(r, LoadedWorkflow) for r in results)
     # Warnings are printed beside the verdict and never change it (nor exit code, nor hash).
     warned = [_warnings(r) for r in results]
@@ -104,6 +128,11 @@ def run_validate(args: argparse.Namespace, out: TextIO, as_json: bool) -> int:
                         f"OK       {r.path}  ({r.workflow_id}, {r.pinned().workflow_hash()})\n"
                     )
                 )
+                newer = [c for c in r.constructs() if c.since != "v1.4.0"]
+                if newer:
+                    out.write("    uses: " + "; ".join(_construct_text(c) for c in newer) + "\n")
+                else:
+                    out.write("    uses: WorkRail v1.4.0 constructs only\n")
             else:
                 out.write(
                     screen_safe(f"INVALID  {r.path}  ({counted(len(r.problems), 'problem')})\n")
@@ -132,9 +161,25 @@ def run_validate(args: argparse.Namespace, out: TextIO, as_json: bool) -> int:
     return 0 if ok else 1
 
 
+def _routines_for(file: Path, origin: SourceOrigin, bundled: Path | None) -> Any:
+    """The routines a file may include: the routines/ folder beside it, then the bundled
+    ones (a routine of the same template id nearer the file wins)."""
+    found = routines_near(file, origin)
+    if bundled is not None:
+        found += routines_near(bundled / "x.json", "bundled")
+    return load_routines(found)[0]
+
+
+def _construct_text(construct: Construct) -> str:
+    return f"{construct.key} ({construct.since})"
+
+
 def _warnings(r: LoadedWorkflow | InvalidWorkflow) -> list[LintWarning]:
-    raw = r.definition if isinstance(r, LoadedWorkflow) else r.raw
-    return lint_workflow(raw) if isinstance(raw, dict) else []
+    """The lint warnings of the file as written, then those of loading it (a function
+    reference without a definition, Python-only regex syntax, a stale spec version)."""
+    if isinstance(r, LoadedWorkflow):
+        return [*lint_workflow(r.source_json), *r.warnings]
+    return lint_workflow(r.raw) if isinstance(r.raw, dict) else []
 
 
 def _validation_json(r: LoadedWorkflow | InvalidWorkflow) -> dict[str, Any]:
@@ -145,6 +190,10 @@ def _validation_json(r: LoadedWorkflow | InvalidWorkflow) -> dict[str, Any]:
             "workflowId": r.workflow_id,
             "workflowHash": r.pinned().workflow_hash(),
             "problems": [],
+            "uses": [
+                {"construct": c.key, "what": c.label, "workrailVersion": c.since}
+                for c in r.constructs()
+            ],
         }
     return {
         "path": str(r.path),
@@ -180,7 +229,16 @@ def run_list(
         out.write(f"{label:{wide}} {'INVALID':10} {bad.source.origin:8} {bad.path}\n")
         for p in bad.problems:
             out.write(f"    {p.line()}\n")
+    for bad in catalog.invalid_routines:
+        out.write(f"{'(routine)':{wide}} {'INVALID':10} {bad.source.origin:8} {bad.path}\n")
+        for p in bad.problems:
+            out.write(f"    {p.line()}\n")
     for sh in catalog.shadowed:
+        if sh.workflow.source.origin == "bundled" and sh.winner.source.origin == "library":
+            out.write(
+                f"replaced: bundled {sh.workflow.workflow_id} by the library's {sh.winner.path}\n"
+            )
+            continue
         out.write(
             f"shadowed: {sh.workflow.workflow_id} at {sh.workflow.path} (using {sh.winner.path})\n"
         )
@@ -221,8 +279,15 @@ def _catalog_json(catalog: Catalog) -> dict[str, Any]:
                 "workflowId": sh.workflow.workflow_id,
                 "path": str(sh.workflow.path),
                 "shadowedBy": str(sh.winner.path),
+                "replacedByLibrary": sh.workflow.source.origin == "bundled"
+                and sh.winner.source.origin == "library",
             }
             for sh in catalog.shadowed
+        ],
+        "routines": sorted(catalog.routines),
+        "invalidRoutines": [
+            {"path": str(bad.path), "problems": [p.to_json() for p in bad.problems]}
+            for bad in catalog.invalid_routines
         ],
         "warnings": list(catalog.warnings),
     }
@@ -284,6 +349,10 @@ def _show(
         "path": str(workflow.path),
         "steps": _outline(compiled),
     }
+    source = workflow.source_json
+    for key in ("about", "examples", "validatedAgainstSpecVersion", "metricsProfile"):
+        if key in source:
+            payload[key] = source[key]
     if args.compiled:
         payload["compiled"] = pinned.to_json()
     if as_json:
@@ -291,6 +360,10 @@ def _show(
         return 0
     d = workflow.definition
     out.write(f"{d['name']} ({workflow.workflow_id} {d['version']})\n{d['description']}\n\n")
+    if isinstance(d.get("about"), str):
+        out.write(d["about"].rstrip() + "\n\n")
+    if d.get("examples"):
+        out.write("examples:\n" + "".join(f"  - {e}\n" for e in d["examples"]) + "\n")
     out.write(f"source: {workflow.source.origin} {workflow.path}\n")
     out.write(
         f"workflowHash: {payload['workflowHash']}\npreviewHash:  {payload['previewHash']}\n\n"

@@ -12,6 +12,8 @@ from starlette.responses import Response
 
 from workrail.console.pages import PageContext
 from workrail.workflow.catalog import Catalog, InvalidWorkflow, LoadedWorkflow
+from workrail.workflow.language import V14
+from workrail.workflow.metadata import catalogue_fields, spec_version_hint
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,7 @@ class CatalogRow:
     valid: bool
     shadowed_by: str | None = None
     problems: int = 0
+    example: str | None = None
 
 
 def _rows(catalog: Catalog) -> list[CatalogRow]:
@@ -35,6 +38,7 @@ def _rows(catalog: Catalog) -> list[CatalogRow]:
             wf.source.origin,
             str(wf.path),
             True,
+            example=_first_example(wf),
         )
         for wf in catalog.workflows.values()
     ]
@@ -63,6 +67,11 @@ def _rows(catalog: Catalog) -> list[CatalogRow]:
         for bad in catalog.invalid
     ]
     return sorted(rows, key=lambda r: (r.workflow_id, r.shadowed_by is not None, not r.valid))
+
+
+def _first_example(wf: LoadedWorkflow) -> str | None:
+    examples = catalogue_fields(wf.definition).get("examples") or []
+    return str(examples[0]) if examples else None
 
 
 def catalog_page(ctx: PageContext, request: Request) -> Response:
@@ -97,6 +106,8 @@ def workflow_page(ctx: PageContext, request: Request) -> Response:
         workflow_hash=winner.pinned().workflow_hash() if winner is not None else None,
         shadowed=shadowed,
         invalid=invalid,
+        newer_constructs=[c for c in winner.constructs() if c.since != V14] if winner else [],
+        spec_hint=spec_version_hint(definition) if definition else None,
         live_url=None,
         version="",
     )

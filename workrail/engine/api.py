@@ -62,7 +62,9 @@ class Engine:
         """The loadable definition of a workflow, as its source file holds it; None when
         there is no such workflow or it does not load."""
         entry = self.deps.catalog.get(workflow_id)
-        return None if entry is None else entry.definition
+        if entry is None:
+            return None
+        return entry.definition if entry.source_definition is None else entry.source_definition
 
     def start_workflow(
         self,

@@ -17,6 +17,8 @@ class CatalogEntry:
     name: str = ""
     description: str = ""
     version: str = ""
+    source_definition: dict[str, Any] | None = None
+    """The file as written, when compiling changed it (`definition` is what runs pin)."""
     source_path: str = ""  # the invalid file (set only when definition is None)
     problems: tuple[Mapping[str, str], ...] = ()  # why it is invalid: {code, path, message, fix}
 

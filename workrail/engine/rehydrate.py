@@ -17,6 +17,7 @@ from workrail.engine.loaded import CompiledCache, NodeAddress, load_snapshot, re
 from workrail.engine.responses import CallStyle, next_intent, pending_instance, step_call
 from workrail.engine.store_errors import from_store
 from workrail.store.ports import SessionLog
+from workrail.workflow.metadata import references_field
 from workrail.workflow.prompts import RecoveryContext, render_pending, render_recovery
 
 # Headings, the branch summary and function definitions around the recaps.
@@ -97,6 +98,7 @@ def rehydrate(
                 "continueToken": continue_token,
                 "isComplete": complete,
                 "pending": pending.to_json(),
+                **references_field(compiled.unwrap().pinned.definition),
                 "preferences": preferences,
                 "sessionId": session_id,
                 "nextIntent": next_intent(pending, complete=complete),

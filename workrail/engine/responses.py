@@ -22,6 +22,7 @@ from workrail.engine.errors import EngineError, error
 from workrail.engine.loaded import CompiledCache, load_snapshot
 from workrail.store.ports import SessionLog
 from workrail.workflow.compiler import CompiledWorkflow
+from workrail.workflow.metadata import references_field
 from workrail.workflow.prompts import PendingPrompt, render_pending
 
 CallStyle = Literal["v1", "continue"]
@@ -222,6 +223,7 @@ def advance_response(
         pending = render(compiled.unwrap(), instance, context)
     response["isComplete"] = complete
     response["pending"] = None if pending is None else pending.to_json()
+    response.update(references_field(compiled.unwrap().pinned.definition))
     response["preferences"] = dict(run.preferences)
     response["sessionId"] = session_id
     response["nextIntent"] = next_intent(pending, complete=complete)

@@ -158,6 +158,9 @@ class SessionInspection:
     node: NodeDetail | None = None
     node_known: bool = True
     """False when a node id was asked for and the session has no such node."""
+    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Run id → the `metrics_*` context values the agent reported (a metricsProfile asks
+    for them), as the run's context holds them now."""
 
 
 MAX_COMPILED: Final = 64
@@ -315,6 +318,20 @@ def _node_detail(
     return detail
 
 
+METRICS_PREFIX: Final = "metrics_"
+
+
+def _metrics(index: SessionIndex, view: SessionView) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
+    for run in view.runs:
+        values = {
+            k: v for k, v in index.run_context(run.run_id).items() if k.startswith(METRICS_PREFIX)
+        }
+        if values:
+            found[run.run_id] = dict(sorted(values.items()))
+    return found
+
+
 def _context_at(index: SessionIndex, node_id: str, run_id: str) -> dict[str, Any]:
     """The run context the agent worked with at this node: as it stood when the first
     advance from the node was recorded, or the run's current context while none was."""
@@ -401,6 +418,7 @@ def inspect_session(
         view.event_count = len(events)
         view.runs = project_runs(index)
         found = SessionInspection(view, events, _observations(events))
+        found.metrics = _metrics(index, view)
         if node_id is not None:
             found.node = _node_detail(index, events, view, node_id)
             found.node_known = found.node is not None

@@ -25,6 +25,7 @@ from workrail.store.ports import AppendOutcome, AppendPlan, SnapshotPin, WriteTx
 from workrail.workflow import interpreter
 from workrail.workflow.compiler import CompiledWorkflow
 from workrail.workflow.envelopes import pin_workflow
+from workrail.workflow.metadata import references_field
 
 DEFAULT_PREFERENCES = {"autonomy": "guided", "riskPolicy": "conservative"}
 
@@ -214,6 +215,7 @@ def create_session(
             ),
             "isComplete": False,
             "pending": pending.to_json(),
+            **references_field(compiled.pinned.definition),
             "preferences": dict(DEFAULT_PREFERENCES),
             "sessionId": session_id,
             "nextIntent": next_intent(pending, complete=False),

@@ -10,6 +10,7 @@ from returns.result import Failure, Result, Success
 from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError, workflow_unavailable
 from workrail.workflow.envelopes import preview_workflow
+from workrail.workflow.metadata import catalogue_fields, spec_version_hint
 
 
 def list_workflows(deps: EngineDeps) -> dict[str, Any]:
@@ -31,6 +32,8 @@ def list_workflows(deps: EngineDeps) -> dict[str, Any]:
         if entry.definition is None:
             # Marked, so an agent does not pick it and a person knows where to look.
             row.update(valid=False, problems=len(entry.problems), path=entry.source_path)
+        else:
+            row.update(catalogue_fields(entry.definition))
         items.append(row)
     return {"workflows": items}
 
@@ -43,11 +46,14 @@ def inspect_workflow(
         return Failure(workflow_unavailable(workflow_id, entry))
     preview = preview_workflow(entry.definition)
     compiled = preview.metadata() if mode == "metadata" else preview.to_json()
-    return Success(
-        {
-            "workflowId": entry.workflow_id,
-            "workflowHash": preview.workflow_hash(),
-            "mode": mode,
-            "compiled": compiled,
-        }
-    )
+    answer: dict[str, Any] = {
+        "workflowId": entry.workflow_id,
+        "workflowHash": preview.workflow_hash(),
+        "mode": mode,
+        "compiled": compiled,
+        **catalogue_fields(entry.definition),
+    }
+    hint = spec_version_hint(entry.definition)
+    if hint is not None:
+        answer["authoringSpec"] = hint
+    return Success(answer)

@@ -11,6 +11,8 @@ from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from workrail.fence.ratelimit import DEFAULT_CLIENT_RPM, DEFAULT_GLOBAL_RPM  # noqa: F401 (its names)
+
 Stage = Literal[
     "claimed",
     "external_result_uncertain",
@@ -46,8 +48,6 @@ MAX_STATE_TTL_SECONDS: Final = 3600
 MAX_GENERATIONS: Final = 16
 MAX_OBSERVATIONS: Final = 32
 MINIMUM_ACTION_SAFETY_MARGIN_SECONDS: Final = 15
-DEFAULT_CLIENT_RPM: Final = 30
-DEFAULT_GLOBAL_RPM: Final = 120
 MAX_SAFE_INTEGER: Final = 9007199254740991
 
 NAMESPACE_PATTERN: Final = (

@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from workrail.fence.contract import DEFAULT_CLIENT_RPM, DEFAULT_GLOBAL_RPM
-
+DEFAULT_CLIENT_RPM: Final = 30
+DEFAULT_GLOBAL_RPM: Final = 120
+"""Defined here, not in the pydantic contract, so the configuration loads without pydantic."""
 WINDOW_MS: Final = 60_000
 CLIENT_RPM_ENV: Final = "WORKRAIL_FENCE_CLIENT_RPM"
 GLOBAL_RPM_ENV: Final = "WORKRAIL_FENCE_GLOBAL_RPM"

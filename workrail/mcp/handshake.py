@@ -6,7 +6,9 @@ start-up answers a plain, well-formed `initialize` from here while the SDK loads
 replays the request into the SDK's server (whose own answer is dropped, being the same
 bytes) and lets it answer everything after. tests/mcp/test_handshake.py checks that
 this answer equals the SDK's for every protocol revision, with and without prompts and
-resources, and that every request accepted here is one the SDK accepts.
+resources, and that every request accepted here is one the SDK accepts. The requests that
+follow it, `tools/list` and `prompts/list`, are answered from the SDK's own earlier
+answers (workrail.mcp.catalog_cache) the same way: only when plain.
 
 Anything this module is not sure of — an unknown field, a `_meta`, a float, a string id
 with characters that need escaping, a capability that is not an object — is left to the
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any, Final
 
 from workrail import __version__
@@ -38,6 +41,10 @@ _MAX_INT: Final = 2**53 - 1
 _PLAIN_ID: Final = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 _SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F]")
 _CLIENT_INFO_KEYS: Final = frozenset({"name", "version", "title", "description", "websiteUrl"})
+_LISTING_KEYS: Final = (
+    frozenset({"jsonrpc", "id", "method"}),
+    frozenset({"jsonrpc", "id", "method", "params"}),
+)
 
 
 class _Unsure(Exception):
@@ -135,11 +142,7 @@ def _initialize_request(request: Any) -> tuple[int | str, str]:
         raise _Unsure
     if request["jsonrpc"] != "2.0" or request["method"] != "initialize":
         raise _Unsure
-    request_id = request["id"]
-    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
-        raise _Unsure
-    if isinstance(request_id, str) and not _PLAIN_ID.fullmatch(request_id):
-        raise _Unsure
+    request_id = _plain_id(request["id"])
     params = request["params"]
     if not isinstance(params, dict) or set(params) != {
         "protocolVersion",
@@ -153,6 +156,47 @@ def _initialize_request(request: Any) -> tuple[int | str, str]:
     _capabilities(params["capabilities"])
     _client_info(params["clientInfo"])
     return request_id, protocol_version
+
+
+def _plain_id(request_id: Any) -> int | str:
+    """An id the SDK reads and writes back as the same bytes json.dumps writes."""
+    if isinstance(request_id, bool) or not isinstance(request_id, int | str):
+        raise _Unsure
+    if isinstance(request_id, str) and not _PLAIN_ID.fullmatch(request_id):
+        raise _Unsure
+    return request_id
+
+
+def answer_listing(
+    frame: bytes, results: Mapping[str, bytes]
+) -> tuple[int | str, bytes] | None:
+    """(request id, the answer's line) when `frame` is a plain request for one of the
+    methods in `results` (method → the `result` JSON the SDK wrote for it), without
+    parameters; None otherwise (the SDK answers)."""
+    try:
+        request = _plain_json(frame)
+        least, most = _LISTING_KEYS
+        if not isinstance(request, dict) or not least <= set(request) <= most:
+            raise _Unsure
+        method = request["method"]
+        if request["jsonrpc"] != "2.0" or not isinstance(method, str) or method not in results:
+            raise _Unsure
+        params = request.get("params", {})
+        if not isinstance(params, dict) or params:
+            raise _Unsure
+        request_id = _plain_id(request["id"])
+    except _Unsure:
+        return None
+    line = b"".join(
+        (
+            b'{"jsonrpc":"2.0","id":',
+            json.dumps(request_id).encode(),
+            b',"result":',
+            results[method],
+            b"}",
+        )
+    )
+    return request_id, line
 
 
 def _capabilities(capabilities: Any) -> None:

@@ -117,6 +117,36 @@ PREFERENCES: dict[str, Any] = {
     "description": "The run's effective preferences (autonomy, riskPolicy).",
 }
 
+REFERENCES: dict[str, Any] = {
+    "type": "array",
+    "description": "Documents the workflow points you to (only when it declares some): read "
+    "a document when its purpose concerns the step; follow it when authoritative is true. "
+    "source is a path relative to your workspace (resolveFrom workspace) or to the package "
+    "that ships the workflow (package).",
+    "items": _object(
+        {
+            "id": {"type": "string", "description": "The reference's id in the workflow."},
+            "title": {"type": "string", "description": "What the document is."},
+            "source": {"type": "string", "description": "Where to find it."},
+            "purpose": {"type": "string", "description": "Why it matters here."},
+            "authoritative": {"type": "boolean", "description": "Follow it strictly."},
+            "resolveFrom": {"type": "string", "description": "workspace or package."},
+        },
+        ["id", "title", "source", "purpose", "authoritative"],
+        "One document reference.",
+    ),
+}
+_ABOUT: dict[str, Any] = {
+    "type": "string",
+    "description": "Markdown overview for people: what the workflow does and when to use it "
+    "(only when it has one).",
+}
+_EXAMPLES: dict[str, Any] = {
+    "type": "array",
+    "items": {"type": "string"},
+    "description": "Example goals the workflow serves (only when it lists some).",
+}
+
 _STEP_FIELDS: dict[str, Any] = {
     "sessionId": SESSION_ID,
     "stateToken": STATE_TOKEN,
@@ -125,6 +155,7 @@ _STEP_FIELDS: dict[str, Any] = {
     "continueToken": CONTINUE_TOKEN,
     "isComplete": {"type": "boolean", "description": "True when the run has finished."},
     "pending": PENDING,
+    "references": REFERENCES,
     "preferences": PREFERENCES,
     "nextIntent": NEXT_INTENT,
     "nextCall": NEXT_CALL,
@@ -188,6 +219,8 @@ LIST_OUTPUT = _object(
                         {"type": "string"},
                         _PREVIEW_HASH + " Null when the definition cannot be loaded.",
                     ),
+                    "about": _ABOUT,
+                    "examples": _EXAMPLES,
                     "valid": {
                         "type": "boolean",
                         "description": "Present, and false, only when the workflow's file fails "
@@ -227,6 +260,14 @@ INSPECT_OUTPUT = _object(
             "type": "object",
             "description": "The preview (name, description, version, first step) or, in "
             "metadata mode, only the identifying fields.",
+        },
+        "about": _ABOUT,
+        "examples": _EXAMPLES,
+        "authoringSpec": {
+            "type": "object",
+            "description": "Only when the workflow says which authoring-spec version it was "
+            "checked against: {validatedAgainstSpecVersion, newestKnownSpecVersion, stale, "
+            "hint}; stale means its guidance may be dated.",
         },
         "nextIntent": {"type": "string", "description": 'Always "start_workflow".'},
         "nextCall": {"type": "object", "description": "start_workflow for this workflow."},

@@ -67,6 +67,11 @@ def parse_frame(frame: bytes) -> types.JSONRPCMessage | dict[str, Any]:
     )
 
 
+def wire_bytes(message: types.JSONRPCMessage) -> bytes:
+    """A message as this transport writes it (without the newline)."""
+    return message.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8")
+
+
 def _too_long() -> dict[str, Any]:
     return _error(None, PARSE_ERROR, f"Parse error: frame over {MAX_FRAME_BYTES} bytes")
 
@@ -160,8 +165,7 @@ async def stdio_streams(
             async with from_server:
                 async for session_message in from_server:
                     message = session_message.message
-                    payload = message.model_dump_json(by_alias=True, exclude_unset=True)
-                    data = payload.encode("utf-8")
+                    data = wire_bytes(message)
                     if not is_duplicate(message, data):
                         await send_line(data)
                     if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):

@@ -1,20 +1,26 @@
-"""Serving MCP on stdio, answering `initialize` before the SDK has loaded.
+"""Serving MCP on stdio, answering the first requests before the SDK has loaded.
 
-An MCP client spawns the server and waits for its answer to `initialize`; importing the
-SDK's server takes most of that wait. So on WorkRail's own transport the start-up goes:
+An MCP client spawns the server, waits for its answer to `initialize`, then asks for
+`tools/list` (and often `prompts/list`); importing the SDK and opening the engine take
+most of that wait. So on WorkRail's own transport the start-up goes:
 
-1. the engine is open (the caller did that) and decides whether prompts and resources are
-   offered (workrail.mcp.content), the one fact of the answer that depends on the data;
-2. the wire is taken over and the first frame read; when it is a plain `initialize`, the
-   answer is written at once from workrail.mcp.handshake (the SDK's bytes, tested so);
-3. meanwhile a thread imports the SDK and builds the server (with the same decision), and
-   every frame read so far is replayed into it, the `initialize` included: the SDK's own
-   session state is what it would have been, and its duplicate answer is dropped.
+1. from the start, a thread opens the engine and the fence, decides whether prompts and
+   resources are offered (workrail.mcp.content), imports the SDK and builds the server;
+2. meanwhile the wire is taken over and the first frame read; when it is a plain
+   `initialize`, the answer is written from workrail.mcp.handshake (the SDK's bytes,
+   tested so) — at once when the MCP catalogue says a workflow can be started, else once
+   the engine has said whether there is content;
+3. the catalogue's requests that follow (plain `tools/list`, `prompts/list`) are answered
+   from the SDK's own earlier answers (workrail.mcp.catalog_cache) and taken off the wire;
+4. once the server is built, every other frame read so far is replayed into it, the
+   `initialize` included: the SDK's own session state is what it would have been, and its
+   duplicate `initialize` answer is dropped. When the catalogue on disk was made under
+   another key, it is made again beside serving (workrail.mcp.catalog_gen).
 
-Every message after `initialize`, and `initialize` itself whenever the handshake module is
-not sure of it, is answered by the SDK's server, the same one `workrail mcp --http` runs.
-`workrail mcp --stdio sdk` serves through the SDK's own transport from the start (the
-reference, with no early answer).
+Every other message, and everything whenever the handshake module is not sure of the
+first `initialize`, is answered by the SDK's server, the same one `workrail mcp --http`
+runs. `workrail mcp --stdio sdk` serves through the SDK's own transport from the start
+(the reference, with no early answer).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import errno
+import json
 import logging
 import os
 import sys
@@ -31,21 +38,27 @@ from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
-from workrail.engine.api import Engine
-from workrail.mcp.content import has_content
-from workrail.mcp.handshake import answer_initialize
+from workrail.mcp.catalog_cache import Catalogue, load_catalogue, situation_key
+from workrail.mcp.handshake import answer_initialize, answer_listing
 from workrail.mcp.wire import StdioWire, open_stdio_wire
 
 if TYPE_CHECKING:
     from mcp.server import MCPServer
 
+    from workrail.config import WorkrailConfig
+    from workrail.engine.api import Engine
     from workrail.fence import FenceService
 
 log = logging.getLogger("workrail.mcp")
 
-QUIET_CLIENT_S: Final = 0.05
-"""How long the start-up waits for a first frame before loading the SDK beside it (the
-load and the answer share one interpreter lock, so the answer goes first when it can)."""
+CATALOGUE_WAIT_S: Final = 10.0
+"""At the end of serving, how long a catalogue still being made may take to be written."""
+LOADING_SWITCH_INTERVAL_S: Final = 0.0005
+"""The interpreter's thread switch interval while the server loads (the default is 5 ms):
+the loading thread and the early answers share one interpreter lock."""
+
+
+Opened = tuple["Engine", "FenceService | None"]
 
 
 def serve_stdio(
@@ -61,16 +74,42 @@ def serve_stdio(
     Our transport (workrail.mcp.stdio) unless `sdk`, which serves through the SDK's own
     stdio transport and middleware, the reference the fast path is tested against.
     """
-    try:
-        if sdk:
-            from workrail.mcp.server import build_server
+    if sdk:
+        from workrail.mcp.server import build_server
 
+        def run_sdk() -> None:
             server = build_server(engine, fence)
             if on_ready is not None:
                 on_ready()
             server.run()
-        else:
-            anyio.run(_serve, engine, fence, on_ready)
+
+        return _exit_code(run_sdk)
+    return serve_stdio_early(lambda: (engine, fence), on_ready=on_ready)
+
+
+def serve_stdio_early(
+    open_all: Callable[[], Opened],
+    config: WorkrailConfig | None = None,
+    *,
+    on_ready: Callable[[], None] | None = None,
+) -> int:
+    """WorkRail's transport, with the engine and the fence opened by `open_all` on the
+    loading thread beside the SDK's import, from the start. With `config`, the requests
+    the MCP catalogue holds are answered from it until the server is built, and the
+    catalogue is made again after start-up when it was made under another key."""
+
+    def serve() -> None:
+        remaking = anyio.run(_serve, open_all, config, on_ready)
+        if remaking is not None:
+            # A client that only listed and left still leaves a catalogue behind.
+            remaking.join(CATALOGUE_WAIT_S)
+
+    return _exit_code(serve)
+
+
+def _exit_code(serve: Callable[[], None]) -> int:
+    try:
+        serve()
     except KeyboardInterrupt:
         return 130
     except BaseException as exc:
@@ -91,94 +130,164 @@ def _is_broken_pipe(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno == errno.EPIPE
 
 
+
+
 async def _serve(
-    engine: Engine, fence: FenceService | None, on_ready: Callable[[], None] | None
-) -> None:
-    offers_content = has_content(engine)
-    wire = await open_stdio_wire()
+    open_all: Callable[[], Opened],
+    config: WorkrailConfig | None,
+    on_ready: Callable[[], None] | None,
+) -> threading.Thread | None:
+    """Serve; the thread remaking the catalogue, if one was started."""
+    loading = _Loading(open_all)
+    previous_interval = sys.getswitchinterval()
+    # While the loading thread imports, hand the interpreter lock over quickly when the
+    # client is answered from here: these answers are what the client waits for.
+    sys.setswitchinterval(LOADING_SWITCH_INTERVAL_S)
+    loading.start()
     try:
-        loading = _Loading(engine, fence, offers_content)
-        answered = await _answer_initialize_early(wire, loading, offers_content)
-        server = await loading.server()
+        wire = await open_stdio_wire()
+    except BaseException:
+        sys.setswitchinterval(previous_interval)
+        raise
+    key = None
+    try:
+        catalogue = None
+        if config is not None:
+            key = situation_key(config)
+            catalogue = load_catalogue(config, key)
+        answered = await _answer_early(wire, loading, catalogue)
+        server, engine = await loading.server()
     except BaseException:
         wire.close()
         raise
+    finally:
+        sys.setswitchinterval(previous_interval)
     if on_ready is not None:
         on_ready()
+    remaking = None
+    if config is not None and (catalogue is None or situation_key(config) != key):
+        remaking = _remake_catalogue(config, engine, server)
     from workrail.mcp.stdio import stdio_streams
 
     lowlevel = server._lowlevel_server  # the SDK's own run_stdio_async does the same
     async with stdio_streams(wire, answered=answered) as (read_stream, write_stream):
         await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+    return remaking
 
 
-async def _answer_initialize_early(
-    wire: StdioWire, loading: _Loading, offers_content: bool
+async def _answer_early(
+    wire: StdioWire, loading: _Loading, catalogue: Catalogue | None
 ) -> tuple[int | str, bytes] | None:
-    """Answer the first frame when it is a plain `initialize`: (its id, the line written),
-    else None. Every frame read stays the wire's, for the SDK's server. A client still
-    silent once the server is built is left to that server."""
-    frame = wire.next_frame()
-    done, _ = await asyncio.wait({frame}, timeout=QUIET_CLIENT_S)
-    if not done:
-        loading.start()  # a quiet client: load beside the wait
-    loaded = loading.future()
+    """Answer what can be answered before the server is built: the first frame when it is
+    a plain `initialize`, then the catalogue's requests (taken off the wire: the SDK never
+    sees them). Returns (id, line) of the `initialize` answer, else None. Every other frame
+    read stays the wire's, for the SDK's server, in order."""
+    built = loading.future()
+    answered: tuple[int | str, bytes] | None = None
+    results: dict[str, bytes] = {}
     while True:
-        either: list[asyncio.Future[Any]] = [frame, loaded]
+        frame = wire.next_frame()
+        either: list[asyncio.Future[Any]] = [frame, built]
         await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         if not frame.done():
-            return None
+            return answered  # the server is up: the frame being read is the SDK's
         got = frame.result()
-        if got is not None and not isinstance(got, EOFError) and got.strip():
-            answer = answer_initialize(got, offers_content=offers_content)
-            if answer is not None:
-                # Written before the load starts: the load would hold the interpreter lock.
-                await wire.writer.line(answer[1])
-            loading.start()
-            return answer
-        loading.start()
         if got is None or isinstance(got, EOFError):
-            return None
-        frame = wire.next_frame()  # a blank line: the first frame is the next one
+            return answered
+        if not got.strip():
+            continue
+        if answered is None:
+            runnable = catalogue is not None and catalogue.runnable
+            # With a workflow to start prompts are offered whatever the store holds;
+            # otherwise whether a session exists decides, once the engine is open.
+            offers_content = runnable or await loading.content()
+            answered = answer_initialize(got, offers_content=offers_content)
+            if answered is None:
+                return None  # not a plain initialize: the SDK answers everything
+            await wire.writer.line(answered[1])
+            if catalogue is None:
+                return answered
+            revision = json.loads(answered[1])["result"]["protocolVersion"]
+            results = catalogue.results.get(revision, {})
+            continue
+        listing = answer_listing(got, results)
+        if listing is not None:
+            if wire.lead and wire.lead[-1] is got:
+                wire.lead.pop()
+            await wire.writer.line(listing[1])
 
 
 class _Loading:
-    """The SDK's import and the server's build, in a thread of their own."""
+    """The engine's and the fence's opening, the SDK's import and the server's build, in a
+    thread of their own."""
 
-    def __init__(self, engine: Engine, fence: FenceService | None, offers_content: bool) -> None:
-        self._future: concurrent.futures.Future[MCPServer] = concurrent.futures.Future()
-        self._args = (engine, fence, offers_content)
+    def __init__(self, open_all: Callable[[], Opened]) -> None:
+        self._content: concurrent.futures.Future[bool] = concurrent.futures.Future()
+        self._future: concurrent.futures.Future[tuple[MCPServer, Engine]] = (
+            concurrent.futures.Future()
+        )
+        self._open_all = open_all
         self._thread: threading.Thread | None = None
+        self._wrapped: asyncio.Future[tuple[MCPServer, Engine]] | None = None
 
     def start(self) -> None:
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="workrail-sdk-load", daemon=True)
             self._thread.start()
 
-    def future(self) -> asyncio.Future[MCPServer]:
-        """The server, once built (whether or not the build has started)."""
-        return asyncio.wrap_future(self._future)
+    def future(self) -> asyncio.Future[tuple[MCPServer, Engine]]:
+        """The server (and its engine), once built: one future on the event loop, so a
+        failure is retrieved where it is awaited and nowhere else."""
+        if self._wrapped is None:
+            self._wrapped = asyncio.wrap_future(self._future)
+        return self._wrapped
 
-    async def server(self) -> MCPServer:
+    async def content(self) -> bool:
+        """Whether prompts and resources are offered, once the engine is open."""
+        try:
+            return await asyncio.wrap_future(self._content)
+        except BaseException:
+            await self.future()  # the same failure, retrieved here rather than left behind
+            raise
+
+    async def server(self) -> tuple[MCPServer, Engine]:
         self.start()
         return await self.future()
 
     def _run(self) -> None:
         try:
-            self._future.set_result(_build(*self._args))
+            engine, fence = self._open_all()
+            from workrail.mcp.content import has_content
+
+            offers_content = has_content(engine)
+        except BaseException as exc:
+            self._content.set_exception(exc)
+            self._future.set_exception(exc)
+            return
+        self._content.set_result(offers_content)
+        try:
+            from workrail.mcp.stdio_build import build_stdio_server
+
+            self._future.set_result(
+                (build_stdio_server(engine, fence, offers_content=offers_content), engine)
+            )
         except BaseException as exc:
             self._future.set_exception(exc)
 
 
-def _build(engine: Engine, fence: FenceService | None, offers_content: bool) -> MCPServer:
-    from mcp.server._otel import OpenTelemetryMiddleware
+def _remake_catalogue(
+    config: WorkrailConfig, engine: Engine, server: MCPServer
+) -> threading.Thread:
+    """Make the catalogue for the next start-up, beside serving (once per changed key)."""
 
-    import workrail.mcp.stdio  # noqa: F401 (loaded here too, off the event loop)
-    from workrail.mcp.server import build_server
+    def remake() -> None:
+        from workrail.mcp.catalog_gen import refresh
 
-    server = build_server(engine, fence, offers_content=offers_content)
-    # No OpenTelemetry span per message on this path: without an exporter it only costs.
-    server.middleware[:] = [
-        m for m in server.middleware if not isinstance(m, OpenTelemetryMiddleware)
-    ]
-    return server
+        try:
+            refresh(config, engine, server)
+        except Exception:
+            log.warning("could not write the MCP catalogue for the next start-up", exc_info=True)
+
+    thread = threading.Thread(target=remake, name="workrail-catalogue", daemon=True)
+    thread.start()
+    return thread

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat
 from collections.abc import AsyncIterator
 from contextlib import suppress
 from typing import Any, Final
@@ -54,7 +55,11 @@ def dup_above_std(fd: int) -> int:
 
 
 async def pipe_reader(fd: int) -> asyncio.StreamReader | None:
-    """An event-loop reader of `fd`, or None when it is not a pipe, socket or terminal."""
+    """An event-loop reader of `fd`, or None when it is not a pipe, socket or terminal
+    (a regular file or the null device: epoll refuses those, after accepting them)."""
+    mode = os.fstat(fd).st_mode
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)):
+        return None
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=MAX_FRAME_BYTES)
     try:

@@ -1,4 +1,5 @@
-"""The workspace probe: `git rev-parse` in the workspace, with a timeout.
+"""The workspace probe: the git facts of the workspace, read from the repository's files
+(workrail.probes.git_files, no process), else from `git rev-parse` with a timeout.
 
 Anything that goes wrong (git not installed, not a repository, a hung filesystem, an
 unborn branch) means "no facts", never an error: a start must not fail because of it.
@@ -13,15 +14,19 @@ from pathlib import Path
 from typing import Final
 
 from workrail.engine.workspace import WorkspaceFacts
+from workrail.probes.git_files import UNKNOWN, GitFacts, GitFileReader
 
 TIMEOUT_SECONDS: Final = 2.0
 
 
 class GitWorkspaceProbe:
-    def __init__(self, cwd: Path, *, timeout: float = TIMEOUT_SECONDS) -> None:
+    def __init__(
+        self, cwd: Path, *, timeout: float = TIMEOUT_SECONDS, read_files: bool = True
+    ) -> None:
         self._cwd = cwd
         self._timeout = timeout
         self._git = shutil.which("git")
+        self._files = GitFileReader() if read_files else None
 
     def probe(self, path: str | None) -> WorkspaceFacts | None:
         """A given path is always a workspace (absolute); the server's working directory
@@ -31,6 +36,15 @@ class GitWorkspaceProbe:
         if not where.is_absolute():
             where = self._cwd / where
         workspace = os.path.normpath(str(where))
+        read = self._files.read(workspace) if self._files is not None else UNKNOWN
+        if isinstance(read, GitFacts):
+            return WorkspaceFacts(workspace, read.repo_root, read.branch, read.head_sha)
+        if read is None:
+            return WorkspaceFacts(workspace) if given else None
+        return self._ask_git(workspace, given)
+
+    def _ask_git(self, workspace: str, given: bool) -> WorkspaceFacts | None:
+        """The same facts from git itself, for layouts the file reader does not know."""
         root = self._git_out(workspace, "rev-parse", "--show-toplevel")
         if root is None:
             return WorkspaceFacts(workspace) if given else None

@@ -44,6 +44,7 @@ class StandardStep(_View):
     output_contract: OutputContract | None = None
     function_definitions: tuple[FunctionDefinition, ...] = ()
     function_references: tuple[str, ...] = ()
+    prompt_fragments: Any = None
 
 
 class ArtifactContractSource(_View):
@@ -108,3 +109,4 @@ class WorkflowDefinition(_View):
     version: str
     steps: Annotated[tuple[AnyStep, ...], Field(min_length=1)]
     function_definitions: tuple[FunctionDefinition, ...] = ()
+    placeholders: bool = True

@@ -20,9 +20,25 @@ ProblemCode = Literal[
     "RESERVED_NAMESPACE",
     "UNKNOWN_CONTRACT",
     "INVALID_REGEX",
+    "MISSING_PROMPT",
+    "EMPTY_PROMPT_BLOCKS",
+    "UNKNOWN_FEATURE",
+    "UNKNOWN_REF",
+    "UNKNOWN_BINDING",
+    "UNKNOWN_TEMPLATE",
+    "ROUTINE_CYCLE",
+    "ROUTINE_INVALID",
+    "TEMPLATE_ARG_MISSING",
+    "UNKNOWN_ASSESSMENT",
+    "UNKNOWN_ASSESSMENT_LEVEL",
+    # warnings: the file loads, but something deserves a look
+    "FUNCTION_NOT_DEFINED",
+    "JS_INCOMPATIBLE_REGEX",
+    "STALE_SPEC_VERSION",
     # warnings (workflow.lint): valid as written, most likely not what was meant
     "CONDITION_QUOTED_LITERAL",
 ]
+Severity = Literal["error", "warning"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +49,8 @@ class Problem:
     path: str
     message: str
     fix: str
+    severity: Severity = "error"
+    """A warning does not stop the file from loading (`workrail validate` still shows it)."""
 
     def to_json(self) -> dict[str, str]:
         return {"code": self.code, "path": self.path, "message": self.message, "fix": self.fix}

@@ -23,6 +23,11 @@ _RADIX_RE: Final = re.compile(r"^0([xX][0-9a-fA-F]+|[oO][0-7]+|[bB][01]+)$")
 _NAMED_GROUP_RE: Final = re.compile(r"\(\?<(?![=!])")
 _BACKREF_RE: Final = re.compile(r"\\k<([A-Za-z_][A-Za-z0-9_]*)>")
 _KNOWN_FLAGS: Final = frozenset("dgimsuvy")
+# Python-only syntax authors write in workflow regexes: inline global flags such as `(?i)`,
+# and Python's named groups `(?P<name>…)` / back-references `(?P=name)`.
+_INLINE_FLAGS_RE: Final = re.compile(r"(?<!\\)\(\?([aiLmsux]+)\)")
+_PYTHON_GROUP_RE: Final = re.compile(r"(?<!\\)\(\?P[<=]")
+_INLINE_TO_PY: Final = {"i": re.IGNORECASE, "m": re.MULTILINE, "s": re.DOTALL, "x": re.VERBOSE}
 
 
 def js_trim(text: str) -> str:
@@ -100,10 +105,14 @@ def js_truthy(value: Any) -> bool:
 
 
 def compile_js_regex(pattern: str, flags: str = "") -> re.Pattern[str] | None:
-    """Compile a JavaScript regular expression; `None` when JavaScript would reject it.
+    """Compile a workflow's regular expression; `None` when it cannot mean anything.
 
-    Covers the common dialect differences (named groups, `\\k<name>`, flags i/m/s). `g`, `y`,
-    `d`, `u`, `v` do not change whether a match exists and are accepted and ignored.
+    JavaScript syntax, with the common dialect differences covered (named groups,
+    `\\k<name>`, flags i/m/s; `g`, `y`, `d`, `u`, `v` do not change whether a match exists
+    and are accepted and ignored). Python-only syntax is honoured as the author meant it:
+    inline flags such as `(?i)` apply to the whole pattern wherever they stand, and
+    `(?P<name>…)` groups work; `python_only_syntax` names them, since JavaScript engines
+    (WorkRail's among them) reject such a pattern.
     """
     if len(set(flags)) != len(flags) or not set(flags) <= _KNOWN_FLAGS:
         return None
@@ -114,8 +123,20 @@ def compile_js_regex(pattern: str, flags: str = "") -> re.Pattern[str] | None:
         py_flags |= re.MULTILINE
     if "s" in flags:
         py_flags |= re.DOTALL
+    for inline in _INLINE_FLAGS_RE.findall(pattern):
+        for letter in inline:
+            py_flags |= _INLINE_TO_PY.get(letter, 0)
+    pattern = _INLINE_FLAGS_RE.sub("", pattern)
     translated = _BACKREF_RE.sub(r"(?P=\1)", _NAMED_GROUP_RE.sub("(?P<", pattern))
     try:
         return re.compile(translated, py_flags)
     except re.error:
         return None
+
+
+def python_only_syntax(pattern: str) -> list[str]:
+    """The parts of `pattern` a JavaScript engine rejects but Python accepts."""
+    found = [f"(?{m})" for m in _INLINE_FLAGS_RE.findall(pattern)]
+    if _PYTHON_GROUP_RE.search(pattern):
+        found.append("(?P<name>…)")
+    return found

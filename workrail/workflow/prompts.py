@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from workrail.core.canonical import CanonicalJsonError, canonical_bytes
 from workrail.core.snapshot import StepInstance
 from workrail.workflow.compiler import CompiledLoop, CompiledWorkflow
 from workrail.workflow.definition import (
@@ -25,8 +24,10 @@ from workrail.workflow.interpreter import (
     DEFAULT_INDEX_VAR,
     DEFAULT_ITEM_VAR,
     DEFAULT_ITERATION_VAR,
+    projected_context,
 )
 from workrail.workflow.jsvalues import is_number, js_number_to_string, js_truthy
+from workrail.workflow.prompt_context import bounded_json, fill_placeholders, with_fragments
 
 MAX_REQUIREMENT_LINES: Final = 5
 RECOVERY_BUDGET_BYTES: Final = 12288
@@ -82,7 +83,7 @@ def render_pending(
         return PendingPrompt(
             instance.step_id, instance.step_id, f"Pending step: {instance.step_id}", False
         )
-    prompt = (step.prompt or f"Pending step: {step.id}") + _loop_section(
+    prompt = _contextual(compiled, step, instance, context or {}) + _loop_section(
         compiled, instance, context
     )
     prompt += _requirements_section(step.validation_criteria) + _contract_section(step)
@@ -132,6 +133,32 @@ def confirmation_required(rule: Any) -> bool:
 
 
 # --- sections ------------------------------------------------------------------------------
+
+
+def _contextual(
+    compiled: CompiledWorkflow,
+    step: StandardStep,
+    instance: StepInstance,
+    context: Mapping[str, Any],
+) -> str:
+    """The step's own text: its prompt, the fragments whose `when` holds, and placeholders
+    filled from the context and the loop variables (unless the workflow turned them off)."""
+    prompt = with_fragments(step.prompt or f"Pending step: {step.id}", step.prompt_fragments, context)
+    if not compiled.definition.placeholders:
+        return prompt
+    return fill_placeholders(prompt, _loop_values(compiled, instance, context))
+
+
+def _loop_values(
+    compiled: CompiledWorkflow, instance: StepInstance, context: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The context with the loop variables of the step's loops, as the interpreter sets them."""
+    values: dict[str, Any] = dict(context)
+    for frame in instance.loop_path:
+        loop = compiled.loops.get(frame.loop_id)
+        if loop is not None:
+            values = dict(projected_context(loop, frame.iteration, values))
+    return values
 
 
 def _requirements_section(criteria: Any) -> str:
@@ -225,14 +252,7 @@ def _loop_lines(loop: CompiledLoop, iteration: int, context: Mapping[str, Any] |
 
 
 def _preview(value: Any) -> str:
-    try:
-        text = canonical_bytes(value).decode("utf-8")
-    except CanonicalJsonError:
-        return "(not representable as JSON)"
-    data = text.encode("utf-8")
-    if len(data) <= MAX_ITEM_PREVIEW_BYTES:
-        return text
-    return data[:MAX_ITEM_PREVIEW_BYTES].decode("utf-8", "ignore") + "…"
+    return bounded_json(value, MAX_ITEM_PREVIEW_BYTES)
 
 
 def _recovery_sections(

@@ -19,8 +19,11 @@ from workrail.core.canonical import CanonicalJsonError, canonical_bytes
 from workrail.core.wording import counted
 from workrail.workflow.definition import LOOP_CONTROL_CONTRACT
 from workrail.workflow.errors import Problem
-from workrail.workflow.jsvalues import compile_js_regex
-from workrail.workflow.schema import workflow_validator
+from workrail.workflow.jsvalues import compile_js_regex, python_only_syntax
+from workrail.workflow.language import NEWEST_SPEC_VERSION
+from workrail.workflow.passes.templates import RoutineLibrary
+from workrail.workflow.pipeline import NO_ROUTINES, check_source
+from workrail.workflow.schema import schema_accepts, workflow_validator
 
 KNOWN_CONTRACTS: Final = frozenset({LOOP_CONTROL_CONTRACT})
 RESERVED_NAMESPACE: Final = "wr"
@@ -54,6 +57,15 @@ def parse_workflow_json(text: str | bytes) -> Result[Any, Problem]:
         return Success(json.loads(text))
     except UnicodeDecodeError as exc:
         return Failure(Problem("INVALID_JSON", "$", f"not UTF-8: {exc.reason}", "save as UTF-8"))
+    except RecursionError:
+        return Failure(
+            Problem(
+                "INVALID_JSON",
+                "$",
+                "the JSON is nested too deeply to read",
+                "flatten the structure (no real workflow nests more than a few dozen levels)",
+            )
+        )
     except json.JSONDecodeError as exc:
         return Failure(
             Problem(
@@ -65,14 +77,47 @@ def parse_workflow_json(text: str | bytes) -> Result[Any, Problem]:
         )
 
 
-def validate_workflow(raw: Any, *, bundled: bool = False) -> list[Problem]:
-    """All problems of a parsed workflow definition, schema ones first; empty = valid.
+def validate_workflow(
+    raw: Any,
+    *,
+    bundled: bool = False,
+    routines: RoutineLibrary = NO_ROUTINES,
+    routine: bool = False,
+) -> list[Problem]:
+    """All errors of a parsed workflow definition, schema ones first; empty = it loads.
 
-    `bundled` allows the reserved `wr.` namespace, which only shipped workflows may use.
+    `bundled` allows the reserved `wr.` namespace, which only shipped (and library)
+    workflows may use; `routines` are what its templateCalls may include; `routine` checks
+    it as a routine (its bindings belong to the workflows that call it).
     """
+    return [
+        p
+        for p in all_problems(raw, bundled=bundled, routines=routines, routine=routine)
+        if p.severity == "error"
+    ]
+
+
+def workflow_warnings(raw: Any, *, routines: RoutineLibrary = NO_ROUTINES) -> list[Problem]:
+    """What deserves a look although the file loads (`workrail validate` shows them)."""
+    return [
+        p for p in all_problems(raw, bundled=True, routines=routines) if p.severity == "warning"
+    ]
+
+
+def all_problems(
+    raw: Any,
+    *,
+    bundled: bool = False,
+    routines: RoutineLibrary = NO_ROUTINES,
+    routine: bool = False,
+) -> list[Problem]:
+    """Errors and warnings together, in document order."""
     problems = list(_schema_problems(raw))
     if isinstance(raw, dict):
         problems.extend(_semantic_problems(raw, bundled=bundled))
+        if not problems:
+            problems.extend(check_source(raw, routines, routine=routine))
+        problems.extend(_spec_version_hint(raw))
     problems.sort(key=lambda p: _path_key(p.path))
     try:
         canonical_bytes(raw)
@@ -88,10 +133,26 @@ def validate_workflow(raw: Any, *, bundled: bool = False) -> list[Problem]:
     return problems
 
 
+def _spec_version_hint(raw: Mapping[str, Any]) -> Iterator[Problem]:
+    version = raw.get("validatedAgainstSpecVersion")
+    if isinstance(version, int) and not isinstance(version, bool):
+        if version < NEWEST_SPEC_VERSION:
+            yield Problem(
+                "STALE_SPEC_VERSION",
+                "$.validatedAgainstSpecVersion",
+                f"last checked against authoring rules v{version}; the newest known is "
+                f"v{NEWEST_SPEC_VERSION}",
+                "review the workflow against the current authoring rules, then raise the number",
+                "warning",
+            )
+
+
 # --- schema -------------------------------------------------------------------------------
 
 
 def _schema_problems(raw: Any) -> Iterator[Problem]:
+    if schema_accepts(raw) is True:
+        return
     errors = sorted(workflow_validator().iter_errors(raw), key=lambda e: list(e.absolute_path))
     for error in errors:
         for leaf in _resolve_branches(error):
@@ -151,11 +212,7 @@ def _to_problems(error: ValidationError) -> Iterator[Problem]:
         allowed = sorted(error.schema.get("properties", {}))
         for extra in sorted(set(error.instance) - set(allowed)):
             close = difflib.get_close_matches(extra, allowed, n=1)
-            fix = (
-                f"rename it to '{close[0]}'"
-                if close
-                else f"remove it (allowed here: {', '.join(allowed)})"
-            )
+            fix = f"rename it to '{close[0]}'" if close else f"remove it ({_allowed(allowed)})"
             yield Problem("SCHEMA_VIOLATION", f"{path}.{extra}", f"unknown property '{extra}'", fix)
         return
     if validator == "pattern" and isinstance(value, str):
@@ -171,6 +228,15 @@ def _to_problems(error: ValidationError) -> Iterator[Problem]:
         yield Problem("SCHEMA_VIOLATION", path, error.message, f"add the required property {name}")
         return
     yield Problem("SCHEMA_VIOLATION", path, _short(error.message), _schema_fix(validator, value))
+
+
+def _allowed(names: list[str], limit: int = 200) -> str:
+    """`allowed here: a, b, …` within `limit` characters (steps now have many properties)."""
+    text = "allowed here: " + ", ".join(names)
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(", ", 1)[0]
+    return f"{cut}, … (see docs/workflows.md)"
 
 
 def _short(message: str, limit: int = 200) -> str:
@@ -311,6 +377,7 @@ def _loop_config_problems(loop: Mapping[str, Any], path: str) -> Iterator[Proble
 def _step_problems(
     step: Mapping[str, Any], path: str, visible: frozenset[str]
 ) -> Iterator[Problem]:
+    yield from _prompt_problems(step, path)
     contract = step.get("outputContract")
     if isinstance(contract, dict):
         ref = contract.get("contractRef")
@@ -322,13 +389,37 @@ def _step_problems(
         for k, ref in enumerate(refs):
             if isinstance(ref, str) and ref.removesuffix("()") not in names:
                 yield Problem(
-                    "UNKNOWN_FUNCTION_REFERENCE",
+                    "FUNCTION_NOT_DEFINED",
                     f"{path}.functionReferences[{k}]",
-                    f"function '{ref}' is not defined for this step",
-                    "add it to functionDefinitions (workflow, enclosing loop or step) "
-                    "or remove the reference",
+                    f"function '{ref}' is not in functionDefinitions, so the agent gets no "
+                    "definition for it",
+                    "add it to functionDefinitions (workflow, enclosing loop or step), or "
+                    "make sure the prompt or metaGuidance explains it",
+                    "warning",
                 )
     yield from _regex_problems(step.get("validationCriteria"), f"{path}.validationCriteria")
+
+
+def _prompt_problems(step: Mapping[str, Any], path: str) -> Iterator[Problem]:
+    """A standard step says what to do in exactly one way: `prompt`, `promptBlocks`, or a
+    `templateCall` that expands into steps which do."""
+    if step.get("type") == "parallel":
+        return
+    has_prompt, has_blocks = "prompt" in step, "promptBlocks" in step
+    if has_prompt and has_blocks:
+        yield Problem(
+            "MISSING_PROMPT",
+            f"{path}.promptBlocks",
+            "the step has both 'prompt' and 'promptBlocks'",
+            "keep one of them: move the prompt text into promptBlocks.goal, or drop promptBlocks",
+        )
+    elif not (has_prompt or has_blocks or "templateCall" in step):
+        yield Problem(
+            "MISSING_PROMPT",
+            path,
+            "the step has no 'prompt', 'promptBlocks' or 'templateCall'",
+            "add a 'prompt' text (or 'promptBlocks', or a 'templateCall' to a routine)",
+        )
 
 
 def _regex_problems(criteria: Any, path: str) -> Iterator[Problem]:
@@ -353,6 +444,17 @@ def _regex_problems(criteria: Any, path: str) -> Iterator[Problem]:
                     f"{path}.pattern",
                     f"regular expression /{pattern}/{flags} does not compile",
                     "fix the pattern (JavaScript syntax) and use only the flags d g i m s u v y",
+                )
+            elif python_only_syntax(pattern):
+                found = ", ".join(python_only_syntax(pattern))
+                yield Problem(
+                    "JS_INCOMPATIBLE_REGEX",
+                    f"{path}.pattern",
+                    f"/{pattern}/ uses {found}, which WorkRail for Python honours but "
+                    "JavaScript engines (WorkRail's own) reject",
+                    'for a file shared with WorkRail, use the flags field (e.g. "i") and '
+                    "(?<name>…) groups instead",
+                    "warning",
                 )
 
 

@@ -62,11 +62,16 @@ def test_workflows_list_and_show(project: dict[str, str]) -> None:
     code, text = run("workflows", env=project)
     assert code == 0
     assert "coding-task" in text and "INVALID" in text and "shadowed: code-review" in text
-    assert text.splitlines()[0].split() == ["WORKFLOW", "VERSION", "SOURCE", "PATH"]
+    lines = text.splitlines()
+    assert lines[0].split() == ["WORKFLOW", "DESCRIPTION"]
+    build = lines.index("Build and change code")
+    assert lines[build + 1].split()[0] == "coding-task"  # one line each, under its job
+    assert "[project: " in next(line for line in lines if line.split()[:1] == ["code-review"])
     _, text = run("workflows", "--json", env=project)
     listing = json.loads(text)
     review = next(w for w in listing["workflows"] if w["workflowId"] == "code-review")
     assert review["source"]["workflowSourceKind"] == "project"
+    assert review["job"] == "Review and audit"
     assert listing["shadowed"][0]["workflowId"] == "code-review"
     code, text = run("workflows", "show", "coding-task", "--compiled", "--json", env=project)
     assert code == 0

@@ -329,7 +329,7 @@ def test_workflows_view_shows_sources_shadowing_and_problems(
         screenshot(page, "workflows")
         page.click("tr.active a:has-text('probe-flow')")
         page.wait_for_url("**/workflows/probe-flow")
-        assert page.locator("ol.steps li").count() == 3
+        assert page.locator("g.wg-box").count() == 3
         assert "shadowed" in page.locator(".notice").inner_text()
         screenshot(page, "workflow")
     finally:

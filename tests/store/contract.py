@@ -380,6 +380,23 @@ class SessionStoreContract:
         again = store.last_activity(chain.sess).unwrap()
         assert again is not None and again >= later
 
+    def test_append_times_say_when_each_append_was_written(self, store: SessionStore) -> None:
+        chain = Chain()
+        assert store.append_times(chain.sess).unwrap() == ()
+        append(store, chain.sess, chain.start())
+        plan = chain.advance()
+        append(store, chain.sess, plan)
+        append(store, chain.sess, plan)  # a replayed plan writes nothing
+        times = store.append_times(chain.sess).unwrap()
+        count = len(events_of(store, chain.sess))
+        assert len(times) == 2
+        assert times[0].last_event_index < times[1].last_event_index == count - 1
+        assert times[0].at <= times[1].at
+        assert abs(times[1].at - datetime.now(UTC)) <= CLOCK_SKEW_ALLOWED
+        last = store.last_activity(chain.sess).unwrap()
+        assert last is not None and times[1].at <= last
+        assert isinstance(store.append_times("../../etc"), Failure)
+
     def test_another_writer_on_the_same_store_excludes_this_one(
         self, store: SessionStore, hold_writer: HoldWriter
     ) -> None:

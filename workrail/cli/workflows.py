@@ -23,6 +23,7 @@ from workrail.workflow.catalog import (
 )
 from workrail.workflow.compiler import CompiledWorkflow
 from workrail.workflow.definition import LoopStep
+from workrail.workflow.jobs import first_sentence, group_by_job, job_of
 from workrail.workflow.language import Construct
 from workrail.workflow.lint import LintWarning, lint_workflow
 from workrail.workflow.sources import (
@@ -217,13 +218,16 @@ def run_list(
     ids = [wf.workflow_id for wf in catalog.workflows.values()]
     ids += [bad.workflow_id or "(unknown id)" for bad in catalog.invalid]
     wide = max([32, *map(len, ids)])  # an id is never cut nor run into the next column
-    if ids:
-        out.write(f"{'WORKFLOW':{wide}} {'VERSION':10} {'SOURCE':8} PATH\n")
-    for wf in catalog.workflows.values():
-        out.write(
-            f"{wf.workflow_id:{wide}} {wf.definition['version']:10} {wf.source.origin:8} "
-            f"{wf.path}\n"
-        )
+    if catalog.workflows:
+        out.write(f"  {'WORKFLOW':{wide}} DESCRIPTION\n")
+    for job, members in group_by_job(catalog.workflows.values(), _job):
+        out.write(f"{job}\n")
+        for wf in members:
+            where = "" if wf.source.origin == "bundled" else f"  [{wf.source.origin}: {wf.path}]"
+            summary = first_sentence(str(wf.definition.get("description", "")))
+            out.write(f"  {wf.workflow_id:{wide}} {summary}{where}\n")
+    if catalog.workflows:
+        out.write("\n")
     for bad in catalog.invalid:
         label = bad.workflow_id or "(unknown id)"
         out.write(f"{label:{wide}} {'INVALID':10} {bad.source.origin:8} {bad.path}\n")
@@ -249,6 +253,10 @@ def run_list(
     return 0
 
 
+def _job(wf: LoadedWorkflow) -> str:
+    return job_of(wf.workflow_id, str(wf.definition.get("name", "")))
+
+
 def _catalog_json(catalog: Catalog) -> dict[str, Any]:
     return {
         "workflows": [
@@ -256,6 +264,7 @@ def _catalog_json(catalog: Catalog) -> dict[str, Any]:
                 "workflowId": wf.workflow_id,
                 "name": wf.definition["name"],
                 "version": wf.definition["version"],
+                "job": _job(wf),
                 "valid": True,
                 "source": _source_json(wf.source.origin, wf.source.kind, wf.source.ref),
                 "path": str(wf.path),

@@ -5,12 +5,23 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
+from returns.result import Success
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
 from workrail.console.pages import PageContext
+from workrail.console.workflow_graph import (
+    chart_svg,
+    figures_for,
+    flatten,
+    format_seconds,
+    graph_steps,
+    graph_svg,
+)
+from workrail.engine.api import StepStats
 from workrail.workflow.catalog import Catalog, InvalidWorkflow, LoadedWorkflow
 from workrail.workflow.language import V14
 from workrail.workflow.metadata import catalogue_fields, spec_version_hint
@@ -107,7 +118,36 @@ def workflow_page(ctx: PageContext, request: Request) -> Response:
         shadowed=shadowed,
         invalid=invalid,
         newer_constructs=[c for c in winner.constructs() if c.since != V14] if winner else [],
+        **_graph_and_figures(ctx, workflow_id, definition),
         spec_hint=spec_version_hint(definition) if definition else None,
         live_url=None,
         version="",
     )
+
+
+def _graph_and_figures(
+    ctx: PageContext, workflow_id: str, definition: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The step graph, the per-step chart and the figures behind them. A store that
+    cannot be read leaves the graph without figures and says so."""
+    steps = graph_steps(definition.get("steps", [])) if isinstance(definition, dict) else []
+    got = ctx.deps.engine.workflow_stats(workflow_id)
+    stats = got.unwrap() if isinstance(got, Success) else None
+    figures = stats.steps if stats is not None else {}
+    return {
+        "graph": graph_svg(steps, figures) if steps else None,
+        "chart": chart_svg(steps, figures) if stats is not None and stats.runs else None,
+        "stats": stats,
+        "stats_problem": None if isinstance(got, Success) else got.failure().message,
+        "metric_rows": sorted(stats.metrics.values(), key=lambda m: m.key) if stats else [],
+        "stat_rows": [
+            {
+                "key": box.key,
+                "title": box.title,
+                "figures": f,
+                "time": format_seconds(f.median_seconds) if f.median_seconds is not None else None,
+            }
+            for box in flatten(steps)
+            for f in [figures_for(box, figures) or StepStats(box.key)]
+        ],
+    }

@@ -22,6 +22,7 @@ from workrail.engine import resume as resume_uc
 from workrail.engine import session_recap as recap_uc
 from workrail.engine import sessions as sessions_uc
 from workrail.engine import start as start_uc
+from workrail.engine import workflow_stats as stats_uc
 from workrail.engine import workflows as workflows_uc
 from workrail.engine.advance import AgentOutput
 from workrail.engine.context import validate_context
@@ -29,6 +30,9 @@ from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError, error
 from workrail.engine.loaded import CompiledCache
 from workrail.engine.sessions_view import all_session_ids
+from workrail.engine.workflow_stats import MetricStats as MetricStats
+from workrail.engine.workflow_stats import StepStats as StepStats
+from workrail.engine.workflow_stats import WorkflowStats as WorkflowStats
 from workrail.store.ports import ChangeFeed
 from workrail.tokens import StateToken, TokenError, check_advance_scope
 
@@ -228,6 +232,11 @@ class Engine:
     def recent_sessions(self, limit: int = 20) -> Result[list[SessionSummary], EngineError]:
         """The most recently active unarchived sessions, newest first; never writes."""
         return recap_uc.recent_sessions(self.deps, limit)
+
+    def workflow_stats(self, workflow_id: str) -> Result[stats_uc.WorkflowStats, EngineError]:
+        """Per-step figures (reached, completed, blocked, time, iterations, metrics) over
+        the newest runs of `workflow_id` in the store; never writes."""
+        return stats_uc.workflow_stats(self.deps, workflow_id)
 
     def any_session(self) -> Result[bool, EngineError]:
         return recap_uc.any_session(self.deps)

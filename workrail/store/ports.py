@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, NamedTuple, Protocol, TypeVar
 
 from returns.result import Result
 
@@ -100,6 +100,13 @@ class PrefixLoad:
     reason: Corruption | None
 
 
+class AppendTime(NamedTuple):
+    """One committed append: the index of its last event and when the store wrote it."""
+
+    last_event_index: int
+    at: datetime
+
+
 class WriteTxn(Protocol):
     """The capability to append, handed out only while the session's single-writer lock
     is held. `log` includes what this transaction appended so far."""
@@ -152,6 +159,12 @@ class SessionStore(Protocol):
     def last_activity(self, session_id: str) -> Result[datetime | None, StoreError]:
         """When the session was last appended to (UTC), None when unknown. The log itself
         records no clock (the reference's format); the store knows when it wrote."""
+        ...
+
+    def append_times(self, session_id: str) -> Result[tuple[AppendTime, ...], StoreError]:
+        """When each committed append of the session was written (the store's clock),
+        oldest first, for the appends the store knows the time of: the log records no
+        clock, so this is what per-step timings are measured with."""
         ...
 
     def delete(self, session_id: str) -> Result[bool, StoreError]:

@@ -22,6 +22,7 @@ are checked with `lstat`, files are opened with `O_NOFOLLOW` and must be regular
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import stat
@@ -76,6 +77,7 @@ from workrail.store.ports import (
     LIST_PAGE_MAX,
     AppendOutcome,
     AppendPlan,
+    AppendTime,
     IdleDelete,
     PrefixLoad,
     SessionLog,
@@ -104,6 +106,7 @@ def mtime_of(st: os.stat_result) -> datetime:
 def mtime_ns(moment: datetime) -> int:
     """The inverse of `mtime_of`: the nanoseconds to set as a file's mtime."""
     return (moment - EPOCH) // timedelta(microseconds=1) * 1000
+_SEGMENT_NAME_RE: Final = re.compile(r"(\d{8,})-(\d{8,})\.jsonl")
 STAGED_MANIFEST = "manifest.jsonl.tmp"
 """The manifest of a session being created, published by one link(2) when complete."""
 
@@ -209,6 +212,37 @@ class LocalSessionStore:
         except OSError as exc:
             return Failure(io_error(exc, "SESSION_STORE_IO_ERROR", "cannot stat manifest"))
         return Success(mtime_of(st))
+
+    def append_times(self, session_id: str) -> Result[tuple[AppendTime, ...], StoreError]:
+        """Each committed segment's mtime: an append writes one segment, named by its first
+        and last event index. Segments are taken in a chain from index 0, so debris of an
+        interrupted append past the end (never referenced by the manifest) is not counted."""
+        try:
+            events_dir = self._layout.session_dir(session_id) / "events"
+        except UnsafeReference as exc:
+            return Failure(StoreError("INVALID_REFERENCE", str(exc)))
+        try:
+            entries = os.listdir(events_dir)
+        except (FileNotFoundError, NotADirectoryError):
+            return Success(())
+        except OSError as exc:
+            return Failure(io_error(exc, "SESSION_STORE_IO_ERROR", "cannot list segments"))
+        spans: dict[int, tuple[int, str]] = {}
+        for name in entries:
+            match = _SEGMENT_NAME_RE.fullmatch(name)
+            if match is not None:
+                spans[int(match.group(1))] = (int(match.group(2)), name)
+        times: list[AppendTime] = []
+        first = 0
+        while first in spans:
+            last, name = spans[first]
+            try:
+                st = os.lstat(events_dir / name)
+            except OSError:
+                break
+            times.append(AppendTime(last, mtime_of(st)))
+            first = last + 1
+        return Success(tuple(times))
 
     def list_ids(
         self, *, after: str | None = None, limit: int = LIST_PAGE_MAX

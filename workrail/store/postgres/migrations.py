@@ -134,6 +134,13 @@ CREATE INDEX IF NOT EXISTS workrail_summary_terms_session ON workrail_summary_te
 """
 
 V5 = """
+-- when each manifest record was committed (the database's clock, as last_activity); rows
+-- written before this migration keep NULL: their time is unknown
+ALTER TABLE workrail_manifest ADD COLUMN IF NOT EXISTS recorded_at timestamptz;
+ALTER TABLE workrail_manifest ALTER COLUMN recorded_at SET DEFAULT now();
+"""
+
+V6 = """
 -- the effect fence, shared by every replica (workrail/fence/postgres_backend.py); written
 -- to replay cleanly over its own result, like migration 4
 CREATE TABLE IF NOT EXISTS workrail_fence_checkpoints (
@@ -168,7 +175,8 @@ MIGRATIONS: Final = (
     Migration(2, "session summaries and lifecycle; when content was last stored", V2),
     Migration(3, "each snapshot's engine state and pending step, recorded when stored", V3),
     Migration(4, "corpus terms as rows, so an append writes only the terms that changed", V4),
-    Migration(5, "the effect fence's checkpoints, budgets, replies and settings", V5),
+    Migration(5, "when each append was committed, for per-step timings", V5),
+    Migration(6, "the effect fence's checkpoints, budgets, replies and settings", V6),
 )
 
 LATEST: Final = MIGRATIONS[-1].version

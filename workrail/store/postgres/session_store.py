@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Final, Protocol, TypeVar
 
+import orjson
 import psycopg
 from psycopg_pool import PoolTimeout
 from returns.result import Failure, Result, Success
@@ -46,6 +47,7 @@ from workrail.store.ports import (
     LIST_PAGE_MAX,
     AppendOutcome,
     AppendPlan,
+    AppendTime,
     IdleDelete,
     PrefixLoad,
     SessionLog,
@@ -265,6 +267,28 @@ class PostgresSessionStore:
             return None if row is None else row[0].astimezone(UTC)
 
         return self._db.run(stamp)
+
+    def append_times(self, session_id: str) -> Result[tuple[AppendTime, ...], StoreError]:
+        """The commit time of each segment_closed record (one per append); records written
+        before migration 5, or copied in one transaction by an import or a migration (all
+        at the same instant), keep what the database knows."""
+        if not is_session_id(session_id):
+            return Failure(invalid_reference(session_id))
+
+        def times(conn: Connection) -> tuple[AppendTime, ...]:
+            rows = conn.execute(
+                "SELECT body, recorded_at FROM workrail_manifest WHERE session_id = %s "
+                "AND kind = 'segment_closed' AND recorded_at IS NOT NULL ORDER BY manifest_index",
+                (session_id,),
+            ).fetchall()
+            found: list[AppendTime] = []
+            for body, at in rows:
+                last = orjson.loads(bytes(body)).get("lastEventIndex")
+                if isinstance(last, int):
+                    found.append(AppendTime(last, at.astimezone(UTC)))
+            return tuple(found)
+
+        return self._db.run(times)
 
     # --- writes ----------------------------------------------------------------------
 

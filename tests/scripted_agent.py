@@ -28,6 +28,7 @@ from returns.result import Failure
 
 from workrail.app import build_engine, open_backend
 from workrail.config import Overrides, load_config
+from workrail.engine.api import Engine
 from workrail.mcp import build_server
 
 JsonObject = dict[str, Any]
@@ -39,7 +40,9 @@ PLACEHOLDER_RE = re.compile(r"^<.*>$")
 class Output:
     """What the agent sends for one step: notes, a context delta, artifacts.
 
-    `artifacts` are added after any artifact the answer's nextCall already carries.
+    `artifacts` are added after any artifact the answer's nextCall already carries; one
+    that fills in a template the nextCall carries (same kind, and the same assessmentId or
+    loopId when it names one) replaces that template.
     """
 
     notes: str | None = None
@@ -266,7 +269,9 @@ def _with_output(call: JsonObject, output: Output) -> JsonObject:
     sent: JsonObject = dict(params.get("output") or {})
     if output.notes is not None:
         sent["notesMarkdown"] = output.notes
-    artifacts = [*(sent.get("artifacts") or ()), *output.artifacts]
+    own = list(output.artifacts)
+    templates = [t for t in sent.get("artifacts") or () if not any(_fills(a, t) for a in own)]
+    artifacts = [*templates, *own]
     if artifacts:
         sent["artifacts"] = artifacts
     if sent:
@@ -274,6 +279,19 @@ def _with_output(call: JsonObject, output: Output) -> JsonObject:
     if output.context:
         params["context"] = {**(params.get("context") or {}), **output.context}
     return params
+
+
+def _fills(artifact: Any, template: Any) -> bool:
+    """Whether `artifact` is the agent's own version of `template` (a nextCall artifact)."""
+    if not (isinstance(artifact, dict) and isinstance(template, dict)):
+        return False
+    if artifact.get("kind") != template.get("kind"):
+        return False
+    return all(
+        artifact.get(key, template[key]) == template[key]
+        for key in ("assessmentId", "loopId")
+        if key in template and not PLACEHOLDER_RE.match(str(template[key]))
+    )
 
 
 def _replace_placeholders(
@@ -310,6 +328,21 @@ async def workrail_client(
 ) -> AsyncIterator[Client]:
     """The MCP server `workrail mcp` builds, over a fresh data directory under `tmp`,
     serving the workflows of `workflow_dirs` (and the bundled ones if asked)."""
+    async with workrail_server(
+        tmp, workflow_dirs, include_bundled=include_bundled, env=env
+    ) as (client, _engine):
+        yield client
+
+
+@asynccontextmanager
+async def workrail_server(
+    tmp: Path,
+    workflow_dirs: Sequence[Path] = (),
+    *,
+    include_bundled: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> AsyncIterator[tuple[Client, Engine]]:
+    """`workrail_client` plus the engine behind it, for looking at what was stored."""
     environment = {
         "WORKFLOW_INCLUDE_BUNDLED": "true" if include_bundled else "false",
         "WORKFLOW_INCLUDE_USER": "false",
@@ -329,4 +362,4 @@ async def workrail_client(
         raise AssertionError(str(backend.failure()))
     engine = build_engine(config, backend.unwrap()).unwrap()
     async with Client(build_server(engine), raise_exceptions=True) as client:
-        yield client
+        yield client, engine

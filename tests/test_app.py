@@ -120,3 +120,24 @@ def test_the_console_shares_the_engines_workflow_catalog(
     build_console(config, backend, Guard.for_bind("127.0.0.1"), "test").unwrap()
     (deps,) = seen
     assert getattr(deps.catalog, "__self__", None) is deps.engine.deps.catalog
+
+
+def test_a_memory_store_url_opens_a_backend_that_keeps_nothing_on_disk(tmp_path: Path) -> None:
+    """The composition root is the one place that turns `memory://` into a backend: a
+    whole start works over it, and the data directory stays empty."""
+    from workrail.app import build_engine, open_backend
+    from workrail.config import load_config
+
+    data = tmp_path / "data"
+    env = {"WORKRAIL_STORE_URL": "memory://", "WORKRAIL_DATA_DIR": str(data)}
+    config = load_config(env, home=tmp_path, cwd=tmp_path).unwrap()
+    backend = open_backend(config).unwrap()
+    assert backend.location.startswith("memory://")
+    engine = build_engine(config, backend).unwrap()
+    listed = engine.list_workflows().unwrap()
+    assert isinstance(listed, dict) and listed["workflows"]
+    started = engine.start_workflow(listed["workflows"][0]["workflowId"]).unwrap()
+    assert backend.sessions.exists(started["sessionId"]).unwrap() is True
+    assert not data.exists()
+    other = open_backend(config).unwrap()  # another process: its own, empty store
+    assert other.sessions.exists(started["sessionId"]).unwrap() is False

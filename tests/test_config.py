@@ -66,6 +66,18 @@ def test_files_are_the_store_when_asked_by_name() -> None:
         assert load_config({"WORKRAIL_STORE_URL": value}, home=HOME, cwd=CWD).unwrap().store_url is None
 
 
+def test_memory_is_the_store_when_asked_for_by_url() -> None:
+    """`memory://` (for tests and demos) is neither files nor PostgreSQL."""
+    for value in ("memory://", "memory", " memory:// "):
+        config = load_config({"WORKRAIL_STORE_URL": value}, home=HOME, cwd=CWD).unwrap()
+        assert config.store_url == "memory://" and config.uses_memory
+        assert not config.uses_postgres and "nothing is kept" in config.store_label
+    refused = load_config({"WORKRAIL_STORE_URL": "memory://x"}, home=HOME, cwd=CWD)
+    assert "memory://" in refused.failure().message
+    files = load_config({}, home=HOME, cwd=CWD).unwrap()
+    assert not files.uses_memory and files.store_label == str(files.data_dir)
+
+
 def test_no_module_writes_the_process_environment() -> None:
     """Configuration travels in the config object, never through os.environ."""
     offenders = []

@@ -9,12 +9,13 @@ import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, cast
 
 from returns.result import Failure, Result, Success
 
-from workrail.config import POSTGRES_SCHEMES, WorkrailConfig
+from workrail.config import MEMORY_URL, POSTGRES_SCHEMES, WorkrailConfig
 from workrail.engine.api import Engine
 from workrail.engine.catalog import CatalogEntry
 from workrail.engine.deps import EngineDeps
@@ -161,7 +162,8 @@ class StartupError:
 
 
 def open_backend(config: WorkrailConfig) -> Result[Backend, StartupError]:
-    """The backend the configuration names: files in the data directory, or PostgreSQL."""
+    """The backend the configuration names: files in the data directory, PostgreSQL, or
+    memory (for tests and demos: nothing is kept when the process exits)."""
     if config.store_url is None:
         return Success(
             LocalBackend.open(config.data_dir, allow_insecure_keys=config.allow_insecure_keys)
@@ -169,13 +171,22 @@ def open_backend(config: WorkrailConfig) -> Result[Backend, StartupError]:
     return open_backend_at(config.store_url)
 
 
+def utc_now() -> datetime:
+    """The clock the in-memory backend stamps appends and content with."""
+    return datetime.now(UTC)
+
+
 def open_backend_at(
     location: str | Path, *, allow_insecure_keys: bool = False
 ) -> Result[Backend, StartupError]:
-    """The backend at a postgresql:// URL, or the files backend over a data directory
-    (for commands that use two stores at once, like `workrail migrate`). A data
-    directory's keyring is checked as `open_backend` checks it: `allow_insecure_keys`
+    """The backend at a postgresql:// URL, a new in-memory one for `memory://`, or the
+    files backend over a data directory (for commands that use two stores at once, like
+    `workrail migrate`). A data directory's keyring is checked as `open_backend` checks it: `allow_insecure_keys`
     (the configuration's) turns a keyring others can read into a logged warning."""
+    if location == MEMORY_URL:
+        from workrail.store.memory import MemoryBackend
+
+        return Success(MemoryBackend.open(utc_now))
     if isinstance(location, str) and location.startswith(POSTGRES_SCHEMES):
         # Imported here: psycopg costs a server on files (and `workrail mcp`'s start) 60 ms.
         from workrail.store.postgres import open_postgres_backend

@@ -28,6 +28,9 @@ INSECURE_KEYS_ENV: Final = "WORKRAIL_ALLOW_INSECURE_KEYS"
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 DEFAULT_LOG_LEVEL: Final = "WARNING"
 POSTGRES_SCHEMES: Final = ("postgresql://", "postgres://")
+MEMORY_URL: Final = "memory://"
+"""The in-memory store, for tests and demos: sessions live in the process and are lost
+when it exits."""
 
 
 @dataclass(frozen=True)
@@ -62,7 +65,7 @@ class WorkrailConfig:
     data_dir: Path
     """Files backend root; also home of the fence's SQLite database and key."""
     store_url: str | None
-    """None: sessions live in `data_dir`; else a postgresql:// URL."""
+    """None: sessions live in `data_dir`; else a postgresql:// URL, or `memory://`."""
     discovery: DiscoveryConfig
     fence: FenceSettings
     log: LogSettings
@@ -72,7 +75,20 @@ class WorkrailConfig:
 
     @property
     def uses_postgres(self) -> bool:
-        return self.store_url is not None
+        return self.store_url is not None and self.store_url.startswith(POSTGRES_SCHEMES)
+
+    @property
+    def uses_memory(self) -> bool:
+        return self.store_url == MEMORY_URL
+
+    @property
+    def store_label(self) -> str:
+        """Where sessions live, for a person."""
+        if self.uses_postgres:
+            return "PostgreSQL"
+        if self.uses_memory:
+            return "memory (nothing is kept after exit)"
+        return str(self.data_dir)
 
     @property
     def fence_url(self) -> str | None:
@@ -176,6 +192,8 @@ def _store_url(flag: str | None, env: Mapping[str, str]) -> str | None | ConfigE
     raw = (flag or env.get(STORE_URL_ENV, "")).strip()
     if not raw or raw in ("files", "file"):
         return None
+    if raw in (MEMORY_URL, "memory"):
+        return MEMORY_URL
     if raw.startswith(POSTGRES_SCHEMES):
         problem = _postgres_url_problem(raw)
         if problem is None:
@@ -186,7 +204,8 @@ def _store_url(flag: str | None, env: Mapping[str, str]) -> str | None | ConfigE
     return ConfigError(
         setting,
         "must be a postgresql://USER@HOST:PORT/DATABASE URL (or empty for files in the data "
-        f"directory), got {redact_url(raw)!r}",
+        f"directory, or {MEMORY_URL} for a store that lasts as long as the process, for "
+        f"tests and demos), got {redact_url(raw)!r}",
     )
 
 

@@ -6,8 +6,10 @@ import pytest
 
 from tests.store.plans import Chain, advance_plan, new_id
 from workrail.core.append import (
+    Admitted,
     AppendPlan,
     PartialOverlap,
+    admit,
     manifest_group,
     plan_problem,
     recorded_events,
@@ -70,3 +72,19 @@ def test_the_manifest_group_attests_the_segment_then_each_sorted_pin() -> None:
     assert all(isinstance(p, SnapshotPinned) for p in pins)
     assert [p.manifestIndex for p in pins] == list(range(8, 8 + len(plan.pins)))
     assert segment.count(b"\n") == len(plan.events) and segment.endswith(b"\n")
+
+
+def test_admit_answers_a_replay_the_rows_to_write_or_why_not() -> None:
+    """What a store of rows does with a plan: one decision, shared by PostgreSQL and
+    memory, whose lines are exactly the file backend's segment."""
+    chain = Chain()
+    start = chain.start()
+    admitted = admit(SessionIndex(), [], 0, chain.sess, start)
+    assert isinstance(admitted, Admitted)
+    assert b"".join(line + b"\n" for line in admitted.lines) == segment_bytes(start)
+    assert admitted.records == manifest_group(chain.sess, 0, start, segment_bytes(start))
+    index = _indexed(start)
+    assert admit(index, start.events, len(admitted.records), chain.sess, start) == start.events
+    mixed = AppendPlan((start.events[0], *chain.advance().events), ())
+    assert "partially overlaps" in str(admit(index, start.events, 2, chain.sess, mixed))
+    assert isinstance(admit(SessionIndex(), [], 0, new_id("sess"), start), str)

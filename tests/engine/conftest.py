@@ -4,6 +4,7 @@ import dataclasses
 import hashlib
 import json
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from workrail.engine.api import Engine
 from workrail.engine.catalog import CatalogEntry
 from workrail.engine.deps import EngineDeps
 from workrail.store.local.backend import LocalBackend
+from workrail.store.memory import MemoryBackend
 from workrail.store.ports import Backend
 from workrail.tokens import TokenCodec
 
@@ -43,6 +45,12 @@ class DirCatalog:
 
 def make_engine(data_dir: Path, workflows: Path | None = None) -> Engine:
     return engine_over(LocalBackend.open(data_dir), workflows)
+
+
+def memory_engine(workflows: Path | None = None) -> Engine:
+    """The engine over a fresh in-memory backend: for tests about the engine or a
+    transport, not about storage (nothing touches the disk, no fsync)."""
+    return engine_over(MemoryBackend.open(lambda: datetime.now(UTC)), workflows)
 
 
 def counter_entropy(seed: str) -> Callable[[int], bytes]:

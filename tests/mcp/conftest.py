@@ -1,5 +1,7 @@
-"""In-memory MCP fixtures: the real server over an engine on a temporary data directory,
-driven through the SDK's `Client` (no subprocess, no port)."""
+"""In-memory MCP fixtures: the real server over an engine, driven through the SDK's
+`Client` (no subprocess, no port). The engine is on the in-memory store (the store
+contract suites hold every backend to the same behaviour), except for a test that looks
+at the data directory: that one gets the files backend in `data_dir`."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from mcp import Client
 from mcp.server import MCPServer
 from mcp.types import CallToolResult
 
-from tests.engine.conftest import make_engine
+from tests.engine.conftest import make_engine, memory_engine
 from tests.fence.conftest import (  # noqa: F401 (fixtures of the fence surfaces' tests)
     backend,
     backend_factory,
@@ -33,8 +35,13 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture
-def engine(data_dir: Path) -> Engine:
-    return make_engine(data_dir)
+def engine(request: pytest.FixtureRequest) -> Engine:
+    """On the in-memory store, unless the test looks at the data directory (asks for
+    `data_dir`): then on the files backend there, as `workrail mcp` runs."""
+    if "data_dir" in request.fixturenames:
+        data_dir: Path = request.getfixturevalue("data_dir")
+        return make_engine(data_dir)
+    return memory_engine()
 
 
 @pytest.fixture

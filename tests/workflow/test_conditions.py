@@ -122,3 +122,25 @@ def test_js_regex_dialect() -> None:
     assert compile_js_regex("a", "gg") is None
     insensitive = compile_js_regex("abc", "gi")
     assert insensitive is not None and insensitive.search("xABCx")
+
+
+@pytest.mark.parametrize(
+    ("condition", "expected"),
+    [
+        ({"var": "mode", "in": ["full", "lite"]}, True),  # forgiving, like equals
+        ({"var": "mode", "in": ["lite"]}, False),
+        ({"var": "s12", "in": [12]}, True),
+        ({"var": "flag", "in": ["yes"]}, True),
+        ({"var": "missing", "in": [None]}, True),
+        ({"var": "missing", "in": ["x"]}, False),
+        ({"var": "mode", "in": "full"}, False),  # not a list of candidates
+        ({"var": "mode", "in": []}, False),
+        ({"not": {"var": "mode", "in": ["lite"]}}, True),
+        ({"var": "items", "contains": "B"}, True),  # an array's text form
+        ({"var": "items", "contains": "c"}, False),
+        ({"var": "text", "contains": " world"}, True),
+        ({"var": "missing", "contains": "x"}, False),
+    ],
+)
+def test_in_and_contains(condition: Any, expected: bool) -> None:
+    assert evaluate_condition(condition, CTX) is expected

@@ -381,3 +381,76 @@ def test_incremental_state_selects_what_a_state_read_back_from_disk_selects(
             return
         state = complete_pending(carried.state).unwrap()
     raise AssertionError("workflow did not complete")
+
+
+# --- loops decided by artifacts alone (the current language) --------------------------------
+
+ARTIFACT_ONLY = {
+    "type": "while",
+    "maxIterations": 4,
+    "conditionSource": {"kind": "artifact_contract", "contractRef": "wr.contracts.loop_control"},
+}
+
+
+def _artifact_only_flow(**config: Any) -> CompiledWorkflow:
+    body = [step("pass", outputContract={"contractRef": "wr.contracts.loop_control"})]
+    return compiled(
+        make_workflow(
+            [step("first"), loop("the-loop", {**ARTIFACT_ONLY, **config}, body), step("done")]
+        )
+    )
+
+
+def _decision(value: str, loop_id: str = "the-loop") -> dict[str, Any]:
+    return {"kind": "wr.loop_control", "loopId": loop_id, "decision": value}
+
+
+def test_an_artifact_only_loop_is_entered_without_a_decision() -> None:
+    wf = _artifact_only_flow()
+    entered = select_next(wf, InterpreterState(CompletedKeys({"first"})), {}, []).unwrap()
+    assert entered.state.pending is not None
+    assert entered.state.pending.key == "the-loop@0::pass"
+    # A decision for another loop is no decision for this one.
+    other = select_next(
+        wf, InterpreterState(CompletedKeys({"first"})), {}, [_decision("stop", "elsewhere")]
+    ).unwrap()
+    assert other.state.pending is not None and other.state.pending.step_id == "pass"
+
+
+def test_an_artifact_only_loop_follows_the_newest_decision() -> None:
+    wf = _artifact_only_flow()
+    state = select_next(wf, InterpreterState(CompletedKeys({"first"})), {}, []).unwrap().state
+    history = [_decision("continue")]
+    second = select_next(wf, complete_pending(state).unwrap(), {}, history).unwrap()
+    assert second.state.pending is not None and second.state.pending.key == "the-loop@1::pass"
+    history += [_decision("stop")]
+    done = select_next(wf, complete_pending(second.state).unwrap(), {}, history).unwrap()
+    assert done.state.pending is not None and done.state.pending.step_id == "done"
+
+
+def test_an_until_loop_without_condition_and_an_explicit_loop_id() -> None:
+    source = {**ARTIFACT_ONLY["conditionSource"], "loopId": "named"}  # type: ignore[dict-item]
+    wf = _artifact_only_flow(type="until", conditionSource=source)
+    state = select_next(wf, InterpreterState(CompletedKeys({"first"})), {}, []).unwrap().state
+    stop = select_next(wf, complete_pending(state).unwrap(), {}, [_decision("stop", "named")])
+    selection = stop.unwrap()
+    assert selection.state.pending is not None and selection.state.pending.step_id == "done"
+
+
+def test_a_loop_with_a_condition_still_asks_for_its_decision() -> None:
+    wf = _artifact_only_flow(condition={"var": "again"})
+    result = select_next(wf, InterpreterState(CompletedKeys({"first"})), {}, [])
+    assert isinstance(result, Failure)
+    assert result.failure().code == "LOOP_CONTROL_ARTIFACT_MISSING"
+    assert result.failure().needs is not None and result.failure().needs.key == "the-loop"
+
+
+def test_entering_an_artifact_only_loop_ignores_a_stop_from_an_earlier_pass() -> None:
+    wf = _artifact_only_flow()
+    state = InterpreterState(CompletedKeys({"first"}))
+    stale = [_decision("stop")]  # e.g. the stop that ended this loop in an outer iteration
+    again = select_next(wf, state, {}, stale, fresh_from=len(stale)).unwrap()
+    assert again.state.pending is not None and again.state.pending.step_id == "pass"
+    # A stop sent with this very call (a step before the loop deciding to skip it) counts.
+    skipped = select_next(wf, state, {}, [*stale, _decision("stop")], fresh_from=1).unwrap()
+    assert skipped.state.pending is not None and skipped.state.pending.step_id == "done"

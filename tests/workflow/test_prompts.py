@@ -134,3 +134,27 @@ def test_recovery_budget_truncates_at_character_boundary() -> None:
     prompt = render_recovery(wf, StepInstance(step_id="a"), recovery).prompt
     assert prompt.endswith(RECOVERY_TRUNCATION_SUFFIX)
     assert len(prompt.encode("utf-8")) <= RECOVERY_BUDGET_BYTES
+
+
+def test_gate_objects_fire_by_their_condition_and_v14_objects_always() -> None:
+    from workrail.workflow.prompts import confirmation_required
+
+    gate = {"kind": "human_approval", "condition": {"var": "audience", "equals": "public"}}
+    assert confirmation_required(gate, {"audience": "Public"})
+    assert not confirmation_required(gate, {"audience": "team"})
+    assert confirmation_required({"kind": "coordinator_eval"}, {})
+    assert confirmation_required({"var": "never"}, {})  # v1.4: any object is true (A13)
+    assert not confirmation_required(False, {})
+
+
+def test_a_parallel_step_with_no_applicable_delegation_says_so() -> None:
+    par = {
+        "id": "fan",
+        "type": "parallel",
+        "title": "Fan out",
+        "parallelDelegations": [{"workflowId": "a.b", "runCondition": {"var": "on"}}],
+    }
+    prompt = render_pending(compiled(make_workflow([par])), StepInstance(step_id="fan"), {}).prompt
+    assert prompt.startswith("Delegate this step to 0 subagent(s)")
+    assert "No delegation applies under the current context" in prompt
+    assert "Then bring their results together in your notes for this step." in prompt

@@ -101,8 +101,7 @@ def _ctrl_c_stops_at_once(cli: Cli, command: str) -> Iterator[None]:
 
 def _where(cli: Cli, fence: FenceService | None) -> str:
     tools = "effect_checkpoint on" if fence is not None else "effect_checkpoint off"
-    store = "PostgreSQL" if cli.config.uses_postgres else str(cli.config.data_dir)
-    return f"sessions in {store}; {tools}"
+    return f"sessions in {cli.config.store_label}; {tools}"
 
 
 def _listen(cli: Cli, command: str) -> socket.socket | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from workrail.core.canonical import jsonl_line, sha256_digest
+from workrail.core.canonical import CanonicalJsonError, canonical_bytes, jsonl_line, sha256_digest
 from workrail.core.events import DomainEvent, EdgeCreated, NodeCreated
 from workrail.core.manifest import ManifestRecord, SegmentClosed, SnapshotPinned, segment_rel_path
 from workrail.core.session_index import SessionIndex
@@ -92,6 +92,43 @@ def plan_problem(index: SessionIndex, count: int, session_id: str, plan: AppendP
         if (node.eventIndex, node.eventId, node.data.snapshotRef) not in pinned:
             return f"node_created at {node.eventIndex} has no snapshot pin"
     return None
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """A plan a store may write: each event's canonical line (without its newline) and the
+    manifest records that attest them."""
+
+    lines: tuple[bytes, ...]
+    records: list[ManifestRecord]
+
+
+def admit(
+    index: SessionIndex,
+    events: Sequence[DomainEvent],
+    manifest_count: int,
+    session_id: str,
+    plan: AppendPlan,
+) -> tuple[DomainEvent, ...] | Admitted | str:
+    """What a store that keeps one row per event and per manifest record does with `plan`
+    on a log of `events` (indexed by `index`, attested by `manifest_count` records): the
+    events already recorded (a replay, nothing to write), the rows to write, or why the
+    plan is refused."""
+    try:
+        existing = recorded_events(index.dedupe, events, plan)
+    except PartialOverlap as exc:
+        return str(exc)
+    if existing is not None:
+        return existing
+    problem = plan_problem(index, len(events), session_id, plan)
+    if problem is not None:
+        return problem
+    try:
+        lines = tuple(canonical_bytes(e.to_json()) for e in plan.events)
+    except CanonicalJsonError as exc:
+        return str(exc)
+    segment = b"".join(line + b"\n" for line in lines)
+    return Admitted(lines, manifest_group(session_id, manifest_count, plan, segment))
 
 
 def segment_bytes(plan: AppendPlan) -> bytes:

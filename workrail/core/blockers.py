@@ -15,6 +15,8 @@ BlockerCode = Literal[
     "USER_ONLY_DEPENDENCY",
     "MISSING_REQUIRED_OUTPUT",
     "INVALID_REQUIRED_OUTPUT",
+    "ASSESSMENT_FOLLOWUP_REQUIRED",
+    "MISSING_REQUIRED_NOTES",
     "REQUIRED_CAPABILITY_UNKNOWN",
     "REQUIRED_CAPABILITY_UNAVAILABLE",
     "INVARIANT_VIOLATION",
@@ -63,6 +65,14 @@ class CapabilityPointer(_Wire):
     capability: Annotated[str, Field(min_length=1)]
 
 
+class AssessmentDimensionPointer(_Wire):
+    """The dimension of an assessment whose reported level requires a follow-up."""
+
+    kind: Literal["assessment_dimension"] = "assessment_dimension"
+    assessment_id: Annotated[str, Field(min_length=1)]
+    dimension_id: Annotated[str, Field(min_length=1)]
+
+
 class WorkflowStepPointer(_Wire):
     kind: Literal["workflow_step"] = "workflow_step"
     step_id: Annotated[str, Field(pattern=_DELIMITER_SAFE)]
@@ -73,6 +83,7 @@ BlockerPointer = Annotated[
     | ContextBudgetPointer
     | OutputContractPointer
     | CapabilityPointer
+    | AssessmentDimensionPointer
     | WorkflowStepPointer,
     Field(discriminator="kind"),
 ]
@@ -112,6 +123,8 @@ def blocker_sort_key(blocker: Blocker) -> str:
             stable = pointer.contract_ref
         case CapabilityPointer():
             stable = pointer.capability
+        case AssessmentDimensionPointer():
+            stable = f"{pointer.assessment_id}|{pointer.dimension_id}"
         case WorkflowStepPointer():
             stable = pointer.step_id
         case ContextBudgetPointer():

@@ -33,9 +33,9 @@ from workrail.engine.loaded import CompiledCache, load_snapshot
 from workrail.engine.start import RunSource, create_session
 from workrail.engine.store_errors import from_store
 from workrail.store.ports import SessionLog
+from workrail.workflow.contracts import LoopControlArtifact, is_loop_control, parse_loop_control
 from workrail.workflow.envelopes import pin_workflow
 from workrail.workflow.interpreter import InterpreterState, select_next
-from workrail.workflow.requirements import LoopControlArtifact, is_loop_control, parse_loop_control
 
 FORMAT: Final = "workrail.checkpoint.v1"
 MAX_RECORD_BYTES: Final = 16 * 1024

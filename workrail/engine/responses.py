@@ -8,7 +8,12 @@ from typing import Any, Literal
 from returns.result import Failure, Result, Success
 
 from workrail.core.blockers import INVALID_OUTPUT_FIX, MISSING_OUTPUT_FIX
-from workrail.core.events import AdvanceRecorded, NodeCreated, ValidationPerformed
+from workrail.core.events import (
+    AdvanceRecorded,
+    ArtifactRefPayload,
+    NodeCreated,
+    ValidationPerformed,
+)
 from workrail.core.ids import next_attempt_id
 from workrail.core.snapshot import (
     BlockedState,
@@ -21,9 +26,11 @@ from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError, error
 from workrail.engine.loaded import CompiledCache, load_snapshot
 from workrail.store.ports import SessionLog
+from workrail.workflow.assessments import check_assessments, step_context
 from workrail.workflow.compiler import CompiledWorkflow
 from workrail.workflow.metadata import references_field
 from workrail.workflow.prompts import PendingPrompt, render_pending
+from workrail.workflow.retry import retry_artifacts
 
 CallStyle = Literal["v1", "continue"]
 """The protocol a continue_workflow call used: the reference's v1.4 fields (intent,
@@ -258,15 +265,73 @@ def advance_response(
         )
         response["continueToken"] = continue_token
     response["nextCall"] = step_call(style, state_token, call_ack, continue_token)
+    if isinstance(state, BlockedState) and instance is not None:
+        _with_retry_template(response, compiled.unwrap(), instance, state)
     if call_ack is None and not complete:
         # Nothing can be advanced from here: the state-only token is the way on.
         response["continueToken"] = state_token
         response["nextIntent"] = "rehydrate_only"
         response["nextCall"] = rehydrate_call(state_token, style)
+    if not isinstance(state, BlockedState):
+        assessed = _assessed_step_context(deps, log, record, compiled.unwrap())
+        if assessed is not None:
+            response["stepContext"] = assessed
     fork = fork_warning(deps, log, record.node_id, target.node_id)
     if fork is not None:
         response["warnings"] = [fork]
     return Success(response)
+
+
+def _assessed_step_context(
+    deps: EngineDeps, log: SessionLog, record: AdvanceRecorded, compiled: CompiledWorkflow
+) -> dict[str, Any] | None:
+    """The assessments the advance recorded, read back from its artifact outputs (so a
+    replay answers the same), when the step it completed asks for assessments."""
+    if not compiled.assessments:
+        return None
+    source = log.index.nodes.get(record.node_id)
+    snapshot = None if source is None else load_snapshot(deps, source.data.snapshotRef)
+    if not isinstance(snapshot, ExecutionSnapshot):
+        return None
+    done = pending_instance(snapshot)
+    step = None if done is None else compiled.step(done.step_id)
+    if step is None or not step.assessment_refs:
+        return None
+    prefix = f"out_artifact_{record.data.attemptId}_"
+    sent: list[tuple[int, Any]] = []
+    for output in log.index.outputs.get(record.node_id, ()):
+        output_id = output.data.outputId
+        payload = output.data.payload
+        if output_id.startswith(prefix) and isinstance(payload, ArtifactRefPayload):
+            position = output_id.removeprefix(prefix)
+            sent.append((int(position) if position.isdigit() else 0, payload.content))
+    ordered = [content for _, content in sorted(sent, key=lambda pair: pair[0])]
+    check = check_assessments(step, compiled.assessments, ordered)
+    return step_context(check.recorded) if check.recorded else None
+
+
+def _with_retry_template(
+    response: dict[str, Any], compiled: CompiledWorkflow, instance: StepInstance, state: BlockedState
+) -> None:
+    """A block caused by an artifact: nextCall carries ready artifacts to send (see
+    workflow.retry), and an assessment follow-up is also spelt out as `assessmentFollowup`."""
+    call = response.get("nextCall")
+    reason = state.blocked.reason
+    ref = getattr(reason, "contract_ref", None)
+    followups = [
+        b
+        for b in response.get("blockers", {}).get("blockers", [])
+        if b.get("code") == "ASSESSMENT_FOLLOWUP_REQUIRED"
+    ]
+    if isinstance(call, dict) and isinstance(ref, str):
+        templates = retry_artifacts(compiled, instance, ref, after_followup=bool(followups))
+        if templates:
+            call["params"]["output"] = {"artifacts": templates}
+    if followups:
+        response["assessmentFollowup"] = {
+            "title": followups[0]["message"],
+            "guidance": followups[0].get("suggestedFix", ""),
+        }
 
 
 def _validation(log: SessionLog, state: BlockedState) -> dict[str, Any] | None:

@@ -190,6 +190,17 @@ CONTINUE_OUTPUT = _object(
             "type": "object",
             "description": "Blocked only: {issues, suggestions} from the step's validation.",
         },
+        "stepContext": {
+            "type": "object",
+            "description": "After a step that asked for assessments: {assessments: "
+            "[{assessmentId, dimensions: [{dimensionId, level, rationale?}], "
+            "normalizationNotes}]}, the levels as recorded.",
+        },
+        "assessmentFollowup": {
+            "type": "object",
+            "description": "Blocked by an assessment consequence only: {title, guidance}. "
+            "Follow up, assess again and send nextCall (it carries the assessment to fill in).",
+        },
     },
     ["kind", "sessionId", "stateToken", "isComplete", "pending", "nextIntent", "nextCall"],
     "The next step (advance) or the current one (rehydrate), with fresh tokens.",

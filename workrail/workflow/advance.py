@@ -10,12 +10,7 @@ from typing import Any
 
 from returns.result import Failure, Result, Success
 
-from workrail.core.blockers import (
-    BlockerReport,
-    invalid_required_output,
-    make_blocker_report,
-    missing_required_output,
-)
+from workrail.core.blockers import BlockerReport, make_blocker_report
 from workrail.core.ids import next_attempt_id
 from workrail.core.snapshot import (
     BlockedState,
@@ -42,7 +37,12 @@ from workrail.workflow.outcomes import (
     ValidationResult,
     budget_trace,
 )
-from workrail.workflow.requirements import Requirement, evaluate_requirement
+from workrail.workflow.requirements import (
+    LEGACY_RULES,
+    Requirement,
+    StepRules,
+    evaluate_requirement,
+)
 from workrail.workflow.validation_engine import validate_output
 
 NO_CONTRACT = "none"
@@ -122,7 +122,11 @@ def _decide(
             return Failure(ran.failure())
         engine_result = ran.unwrap()
     requirement = evaluate_requirement(
-        step, request.notes_markdown, request.artifacts, engine_result
+        step,
+        request.notes_markdown,
+        request.artifacts,
+        engine_result,
+        step_rules(compiled, pending),
     )
     if requirement.blocks:
         return Success(_blocked(state, pending, requirement, request.attempt_id))
@@ -133,7 +137,8 @@ def _decide(
     validation = ValidationRecord(contract_ref=NO_CONTRACT, result=engine_result or VALID)
 
     def advanced(selection_state: InterpreterState) -> Result[AdvanceDecision, WorkflowError]:
-        return select_next(compiled, selection_state, request.context, history).map(
+        fresh = len(request.artifact_history)
+        return select_next(compiled, selection_state, request.context, history, fresh).map(
             lambda sel: Advanced(
                 snapshot=sel.snapshot(),
                 trace=tuple(budget_trace(list(sel.trace))),
@@ -145,13 +150,25 @@ def _decide(
     return complete_pending(state).bind(advanced)
 
 
+def step_rules(compiled: CompiledWorkflow, pending: StepInstance) -> StepRules:
+    """The current language's extra rules for the pending step (none for v1.4 files):
+    notes unless the step, or a loop it runs in, sets `notesOptional`; assessments."""
+    if not compiled.current_language:
+        return LEGACY_RULES
+    step = compiled.step(pending.step_id)
+    optional = step is not None and step.notes_optional
+    for frame in pending.loop_path:
+        loop = compiled.loops.get(frame.loop_id)
+        optional = optional or (loop is not None and loop.step.notes_optional)
+    return StepRules(notes_required=not optional, assessments=compiled.assessments)
+
+
 def _blocked(
     state: InterpreterState, pending: StepInstance, requirement: Requirement, attempt_id: str
 ) -> Blocked:
     ref = requirement.contract_ref or NO_CONTRACT
     missing = requirement.status == "missing"
-    blocker = missing_required_output(ref) if missing else invalid_required_output(ref)
-    report = make_blocker_report([blocker])
+    report = make_blocker_report(requirement.blocker_list())
     reason = ContractReason(
         kind="missing_required_output" if missing else "invalid_required_output", contract_ref=ref
     )

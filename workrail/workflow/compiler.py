@@ -7,7 +7,7 @@ stays the plain v1_pinned hash and nothing compiled is ever stored.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -17,6 +17,7 @@ from returns.result import Failure, Result, Success
 from workrail.workflow.definition import (
     LOOP_CONTROL_CONTRACT,
     ArtifactContractSource,
+    AssessmentDefinition,
     ContextVariableSource,
     FunctionDefinition,
     LoopStep,
@@ -24,6 +25,7 @@ from workrail.workflow.definition import (
     Step,
     WorkflowDefinition,
 )
+from workrail.workflow.dialect import uses_current_language
 from workrail.workflow.envelopes import PinnedWorkflow, pin_workflow
 from workrail.workflow.errors import WorkflowError
 
@@ -36,6 +38,10 @@ class CompiledLoop:
     body: tuple[StandardStep, ...]
     condition_source: ArtifactContractSource | ContextVariableSource | None
     condition_origin: ConditionOrigin
+    # A while/until loop decided by artifacts alone (no `condition`, a current-language
+    # form): no decision yet means enter, WorkRail's rule since v1.17.1. Loops that also
+    # have a `condition` (v1.4's form) keep asking for the artifact.
+    enters_without_decision: bool = False
 
     @property
     def id(self) -> str:
@@ -56,6 +62,11 @@ class CompiledWorkflow:
     # in definition order, and their ids (one tuple, so a scan position can be remembered).
     selectable: tuple[Step, ...] = ()
     selectable_ids: tuple[str, ...] = ()
+    # The definition uses WorkRail's current language (workrail.workflow.dialect).
+    current_language: bool = False
+    assessments: Mapping[str, AssessmentDefinition] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
     @property
     def workflow_hash(self) -> str:
@@ -119,7 +130,8 @@ def compile_pinned(pinned: PinnedWorkflow) -> Result[CompiledWorkflow, WorkflowE
             body = step.body
         body_ids.update(s.id for s in body)
         source, origin = _condition_source(step, body)
-        loops[step.id] = CompiledLoop(step, body, source, origin)
+        artifact_only = isinstance(source, ArtifactContractSource) and step.loop.condition is None
+        loops[step.id] = CompiledLoop(step, body, source, origin, artifact_only)
     selectable = tuple(s for s in definition.steps if s.id not in body_ids)
     return Success(
         CompiledWorkflow(
@@ -131,6 +143,8 @@ def compile_pinned(pinned: PinnedWorkflow) -> Result[CompiledWorkflow, WorkflowE
             loop_body_ids=frozenset(body_ids),
             selectable=selectable,
             selectable_ids=tuple(s.id for s in selectable),
+            current_language=uses_current_language(pinned.definition),
+            assessments=MappingProxyType({a.id: a for a in definition.assessments}),
         )
     )
 
@@ -151,11 +165,13 @@ def _condition_source(
     config = loop.loop
     if config.type not in ("while", "until"):
         return None, "none"
-    if config.condition_source is not None:
-        return config.condition_source, "explicit"
+    explicit = config.condition_source
+    if explicit is not None:
+        if isinstance(explicit, ArtifactContractSource) and explicit.loop_id is None:
+            explicit = explicit.model_copy(update={"loop_id": loop.id})
+        return explicit, "explicit"
     uses_contract = any(
-        s.output_contract is not None and s.output_contract.contract_ref == LOOP_CONTROL_CONTRACT
-        for s in body
+        s.contract is not None and s.contract.contract_ref == LOOP_CONTROL_CONTRACT for s in body
     )
     if uses_contract:
         source = ArtifactContractSource(

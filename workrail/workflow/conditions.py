@@ -7,7 +7,7 @@ exactly like the reference, so a sloppy condition skips a step instead of crashi
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from workrail.workflow.jsvalues import (
@@ -31,6 +31,7 @@ VALUE_OPERATORS: Final = (
     "startsWith",
     "endsWith",
     "matches",
+    "in",
 )
 _TRUE_WORDS: Final = frozenset({"true", "1", "yes"})
 _FALSE_WORDS: Final = frozenset({"false", "0", "no"})
@@ -72,6 +73,10 @@ def _apply(op: str, value: Any, operand: Any) -> bool:
         return not lenient_equals(value, operand)
     if op in ("gt", "gte", "lt", "lte"):
         return _compare(op, value, operand)
+    if op == "in":
+        # Membership, with the same forgiving equality as `equals` (WorkRail's current
+        # language); anything but a list of candidates is false.
+        return isinstance(operand, list) and any(lenient_equals(value, o) for o in operand)
     if op == "matches":
         if not isinstance(operand, str):
             return False
@@ -156,20 +161,28 @@ def non_numeric_operands(condition: Any, context: Mapping[str, Any]) -> list[tup
     context value is not a number (`_MISSING` when unset): comparisons that are silently
     false (the reference's rule), which a loop reports instead of exiting on."""
     found: list[tuple[str, Any]] = []
+    for node in condition_nodes(condition):
+        name = node.get("var")
+        if isinstance(name, str) and any(op in node for op in NUMERIC_OPERATORS):
+            if not any(op in node for op in VALUE_OPERATORS[: VALUE_OPERATORS.index("gt")]):
+                value = context.get(name, _MISSING)
+                if not is_number(value):
+                    found.append((name, value))
+    return found
+
+
+def condition_nodes(condition: Any, limit: int = 1000) -> Iterator[dict[str, Any]]:
+    """The objects of a condition tree, depth first, as evaluation reads them (a `var`
+    node is a leaf), looking at no more than `limit` values (a hostile tree stays cheap)."""
     stack = [condition]
     seen = 0
-    while stack and seen < 1000:
+    while stack and seen < limit:
         seen += 1
         node = stack.pop()
         if not isinstance(node, dict):
             continue
+        yield node
         if "var" in node:
-            name = node["var"]
-            if isinstance(name, str) and any(op in node for op in NUMERIC_OPERATORS):
-                if not any(op in node for op in VALUE_OPERATORS[: VALUE_OPERATORS.index("gt")]):
-                    value = context.get(name, _MISSING)
-                    if not is_number(value):
-                        found.append((name, value))
             continue
         for key in ("and", "or"):
             parts = node.get(key)
@@ -177,7 +190,6 @@ def non_numeric_operands(condition: Any, context: Mapping[str, Any]) -> list[tup
                 stack.extend(parts)
         if "not" in node:
             stack.append(node["not"])
-    return found
 
 
 def is_missing(value: Any) -> bool:

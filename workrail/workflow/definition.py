@@ -12,9 +12,10 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
 from pydantic.alias_generators import to_camel
 
+from workrail.workflow.contracts import LOOP_CONTROL_CONTRACT as LOOP_CONTROL_CONTRACT
+
 JsonObject = dict[str, Any]
 FunctionScope = Literal["workflow", "loop", "step"]
-LOOP_CONTROL_CONTRACT = "wr.contracts.loop_control"
 
 
 class _View(BaseModel):
@@ -34,8 +35,58 @@ class OutputContract(_View):
     required: bool = True
 
 
-class StandardStep(_View):
+class ConsequenceWhen(_View):
+    any_equals_level: str
+    for_assessment: str | None = None
+
+
+class ConsequenceEffect(_View):
+    kind: str
+    guidance: str
+
+
+class AssessmentConsequence(_View):
+    """`assessmentConsequences[]`: a reported level that keeps the step pending."""
+
+    when: ConsequenceWhen
+    effect: ConsequenceEffect
+
+
+class AssessmentDimension(_View):
     id: str
+    purpose: str | None = None
+    levels: tuple[str, ...]
+    required: bool = True
+
+
+class AssessmentDefinition(_View):
+    """A workflow `assessments[]` entry: dimensions, each with its allowed levels."""
+
+    id: str
+    purpose: str | None = None
+    dimensions: tuple[AssessmentDimension, ...]
+
+
+class ParallelDelegation(_View):
+    workflow_id: str
+    goal: str | None = None
+    run_condition: Any = None
+    context_mapping: dict[str, str] | None = None
+    args: dict[str, Any] | None = None
+    model_tier: str | None = None
+    allowed_tools: tuple[str, ...] = ()
+
+
+class Synthesis(_View):
+    prompt: str | None = None
+    output_contract: OutputContract | None = None
+
+
+class StandardStep(_View):
+    """A step the agent performs; also a `type: parallel` step (its work is delegated)."""
+
+    id: str
+    type: str | None = None
     title: str | None = None
     prompt: str | None = None
     require_confirmation: Any = None
@@ -45,12 +96,30 @@ class StandardStep(_View):
     function_definitions: tuple[FunctionDefinition, ...] = ()
     function_references: tuple[str, ...] = ()
     prompt_fragments: Any = None
+    notes_optional: bool = False
+    assessment_refs: tuple[str, ...] = ()
+    assessment_consequences: tuple[AssessmentConsequence, ...] = ()
+    parallel_delegations: tuple[ParallelDelegation, ...] = ()
+    synthesis: Synthesis | None = None
+
+    @property
+    def contract(self) -> OutputContract | None:
+        """The contract the step's output must meet (a parallel step's is its synthesis')."""
+        if self.output_contract is not None or self.synthesis is None:
+            return self.output_contract
+        return self.synthesis.output_contract
+
+    @property
+    def is_parallel(self) -> bool:
+        return self.type == "parallel"
 
 
 class ArtifactContractSource(_View):
+    """`loopId` may be left out: the compiler fills in the loop's own id."""
+
     kind: Literal["artifact_contract"]
     contract_ref: str
-    loop_id: str
+    loop_id: str | None = None
 
 
 class ContextVariableSource(_View):
@@ -85,6 +154,7 @@ class LoopStep(_View):
     require_confirmation: Any = None
     run_condition: Any = None
     function_definitions: tuple[FunctionDefinition, ...] = ()
+    notes_optional: bool = False
 
 
 Step = LoopStep | StandardStep
@@ -109,4 +179,5 @@ class WorkflowDefinition(_View):
     version: str
     steps: Annotated[tuple[AnyStep, ...], Field(min_length=1)]
     function_definitions: tuple[FunctionDefinition, ...] = ()
+    assessments: tuple[AssessmentDefinition, ...] = ()
     placeholders: bool = True

@@ -31,6 +31,7 @@ from workrail.core.snapshot import (
 )
 from workrail.workflow.compiler import CompiledLoop, CompiledWorkflow
 from workrail.workflow.conditions import evaluate_condition, is_missing, non_numeric_operands
+from workrail.workflow.contracts import is_loop_control, parse_loop_control
 from workrail.workflow.definition import ArtifactContractSource, LoopStep
 from workrail.workflow.errors import UNSET, NeededInput, WorkflowError, needed_context
 from workrail.workflow.jsvalues import is_number
@@ -40,7 +41,6 @@ from workrail.workflow.outcomes import (
     LoopIdRef,
     StepIdRef,
 )
-from workrail.workflow.requirements import is_loop_control, parse_loop_control
 
 MAX_SELECTION_ROUNDS: Final = 10_000
 DEFAULT_ITERATION_VAR: Final = "currentIteration"
@@ -128,12 +128,14 @@ def select_next(
     state: InterpreterState,
     context: Mapping[str, Any],
     artifacts: Sequence[Any] = (),
+    fresh_from: int | None = None,
 ) -> Result[Selection, WorkflowError]:
     """Choose the next step instance, or completion.
 
-    `artifacts` are all artifact values of the session in event order, this call's last.
+    `artifacts` are all artifact values of the session in event order, this call's last;
+    `fresh_from` is where this call's begin (None: unknown, all count as fresh).
     """
-    return _Selector(compiled, context, artifacts).run(state)
+    return _Selector(compiled, context, artifacts, fresh_from).run(state)
 
 
 def start(
@@ -179,11 +181,16 @@ class _Selector:
     """One selection run; accumulates the decision trace as it goes."""
 
     def __init__(
-        self, compiled: CompiledWorkflow, context: Mapping[str, Any], artifacts: Sequence[Any]
+        self,
+        compiled: CompiledWorkflow,
+        context: Mapping[str, Any],
+        artifacts: Sequence[Any],
+        fresh_from: int | None = None,
     ) -> None:
         self._wf = compiled
         self._context = context
         self._artifacts = artifacts
+        self._fresh: Sequence[Any] = artifacts if fresh_from is None else artifacts[fresh_from:]
         self._trace: list[DecisionTraceEntry] = []
         self._completed: CompletedKeys = _NO_KEYS
 
@@ -358,21 +365,29 @@ class _Selector:
                 "LOOP_CONDITION_UNAVAILABLE", f"loop '{loop.id}' has no condition source"
             )
         if isinstance(source, ArtifactContractSource):
-            decision = self._loop_decision(source.loop_id)
+            loop_id = source.loop_id or loop.id
+            if loop.enters_without_decision and iteration == 0:
+                # Entering: only a decision sent with this call counts, so a stop that ended
+                # an earlier pass of this loop (inside an outer loop) does not skip it now.
+                decision = self._loop_decision(loop_id, self._fresh)
+                if decision is None:
+                    decision = "continue"  # no decision yet: the loop runs (WorkRail ≥ 1.17.1)
+            else:
+                decision = self._loop_decision(loop_id)
             if decision is None:
                 return WorkflowError(
                     "LOOP_CONTROL_ARTIFACT_MISSING",
                     f"loop '{loop.id}' needs a wr.loop_control artifact with loopId "
-                    f"'{source.loop_id}' (decision continue|stop) before it is entered",
+                    f"'{loop_id}' (decision continue|stop) before it is entered",
                     NeededInput(
                         "artifact",
-                        source.loop_id,
+                        loop_id,
                         "wr.loop_control artifact",
                         "no artifact with this loopId was sent",
                         f"loop '{loop.id}' ({config.type}, decided by artifact)",
                         {
                             "kind": LOOP_CONTROL_KIND,
-                            "loopId": source.loop_id,
+                            "loopId": loop_id,
                             "decision": "<continue or stop>",
                         },
                     ),
@@ -412,14 +427,14 @@ class _Selector:
         )
         return enter
 
-    def _loop_decision(self, loop_id: str) -> str | None:
+    def _loop_decision(self, loop_id: str, among: Sequence[Any] | None = None) -> str | None:
         """The newest valid loop-control decision for `loop_id`.
 
         Deviation (90-quirks A3): the reference uses the oldest matching artifact, so a
         later `stop` is never seen; newest-wins lets the agent actually end the loop and is
         identical whenever only one artifact exists.
         """
-        for artifact in reversed(self._artifacts):
+        for artifact in reversed(self._artifacts if among is None else among):
             if not is_loop_control(artifact):
                 continue
             parsed = parse_loop_control(artifact)

@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from workrail.core.snapshot import StepInstance
+from workrail.workflow.assessments import assessment_prompt_lines
 from workrail.workflow.compiler import CompiledLoop, CompiledWorkflow
+from workrail.workflow.conditions import evaluate_condition
+from workrail.workflow.contracts import contract
 from workrail.workflow.definition import (
-    LOOP_CONTROL_CONTRACT,
     FunctionDefinition,
     FunctionScope,
     StandardStep,
@@ -83,15 +85,20 @@ def render_pending(
         return PendingPrompt(
             instance.step_id, instance.step_id, f"Pending step: {instance.step_id}", False
         )
-    prompt = _contextual(compiled, step, instance, context or {}) + _loop_section(
-        compiled, instance, context
-    )
+    text = _contextual(compiled, step, instance, context or {})
+    if step.is_parallel:
+        text = _parallel_section(step, context, lead=text if step.prompt else "")
+    prompt = text + _loop_section(compiled, instance, context)
     prompt += _requirements_section(step.validation_criteria) + _contract_section(step)
+    prompt += _assessment_section(compiled, step)
+    gate = confirmation_required(step.require_confirmation, context)
+    if gate and human_approval(step.require_confirmation):
+        prompt += APPROVAL_SECTION
     return PendingPrompt(
         step_id=step.id,
         title=step.title or step.id,
         prompt=prompt,
-        require_confirmation=confirmation_required(step.require_confirmation),
+        require_confirmation=gate,
     )
 
 
@@ -126,10 +133,30 @@ def fit_recovery_budget(prompt: str) -> str:
     return data[:keep].decode("utf-8", "ignore") + RECOVERY_TRUNCATION_SUFFIX
 
 
-def confirmation_required(rule: Any) -> bool:
+def confirmation_required(rule: Any, context: Mapping[str, Any] | None = None) -> bool:
     """`requireConfirmation` as the reference reads it: JS truthiness, so a condition object
-    counts as true (90-quirks A13, kept so replayed responses never depend on context)."""
+    counts as true (90-quirks A13, kept so replayed responses never depend on context).
+
+    The current language's gate object `{kind, condition?}` fires when its condition holds
+    for the run context the step became pending under (recorded, so replays agree).
+    """
+    if isinstance(rule, dict) and "kind" in rule:
+        condition = rule.get("condition")
+        return condition is None or context is None or evaluate_condition(condition, context)
     return js_truthy(rule)
+
+
+def human_approval(rule: Any) -> bool:
+    return isinstance(rule, dict) and rule.get("kind") == "human_approval"
+
+
+APPROVAL_SECTION: Final = (
+    "\n\n**HUMAN APPROVAL REQUIRED:**\n"
+    "- This step waits for a person: show the user what the step produced and ask for their "
+    "explicit approval.\n"
+    "- Send nextCall only after they approve, with their decision (and any changes they asked "
+    "for) in output.notesMarkdown; if they do not approve, do what they ask first."
+)
 
 
 # --- sections ------------------------------------------------------------------------------
@@ -206,19 +233,60 @@ def _rule_lines(rule: Any) -> list[str]:
 
 
 def _contract_section(step: StandardStep) -> str:
-    contract = step.output_contract
-    if contract is None:
+    declared = step.contract
+    if declared is None:
         return ""
-    ref = contract.contract_ref
-    if ref == LOOP_CONTROL_CONTRACT:
-        lines = [
-            f"Artifact contract: {ref}",
-            'Provide an artifact with kind: "wr.loop_control"',
-            'Fields: loopId (lowercase, delimiter-safe), decision ("continue" | "stop")',
-        ]
-    else:
-        lines = [f"Artifact contract: {ref}", "Provide an artifact matching the contract schema"]
+    ref = declared.contract_ref
+    spec = contract(ref)
+    lines = [f"Artifact contract: {ref}"]
+    lines += spec.prompt_lines if spec else ["Provide an artifact matching the contract schema"]
     return "\n\n**OUTPUT REQUIREMENTS (System):**\n" + "\n".join(f"- {line}" for line in lines)
+
+
+def _assessment_section(compiled: CompiledWorkflow, step: StandardStep) -> str:
+    lines = assessment_prompt_lines(step, compiled.assessments)
+    if not lines:
+        return ""
+    return "\n\n**ASSESSMENT (System):**\n" + "\n".join(
+        f"  - {line.strip()}" if line.startswith("  ") else f"- {line}" for line in lines
+    )
+
+
+def _parallel_section(step: StandardStep, context: Mapping[str, Any] | None, *, lead: str) -> str:
+    """A `type: parallel` step as instructions for subagents run at the same time."""
+    scope = context or {}
+    chosen = [
+        d for d in step.parallel_delegations if evaluate_condition(d.run_condition, scope)
+    ]
+    lines = [lead] if lead else []
+    lines.append(
+        f"Delegate this step to {len(chosen)} subagent(s) working at the same time, one per "
+        "delegation below; wait until all have finished."
+    )
+    for n, delegation in enumerate(chosen, 1):
+        goal = f": {delegation.goal}" if delegation.goal else ""
+        lines.append(f"{n}. Run workflow '{delegation.workflow_id}'{goal}")
+        if delegation.context_mapping:
+            pairs = ", ".join(f"{k} → {v}" for k, v in sorted(delegation.context_mapping.items()))
+            lines.append(f"   Hand it these context values (yours → its): {pairs}")
+        if delegation.args:
+            lines.append(f"   Arguments: {_preview(delegation.args)}")
+        if delegation.model_tier:
+            lines.append(f"   Model size that suits it: {delegation.model_tier}")
+        if delegation.allowed_tools:
+            lines.append(f"   Tools it may use: {', '.join(delegation.allowed_tools)}")
+    if not chosen:
+        lines.append("(No delegation applies under the current context: nothing to delegate.)")
+    synthesis = step.synthesis.prompt if step.synthesis and step.synthesis.prompt else None
+    lines.append(
+        f"Then: {synthesis}"
+        if synthesis
+        else "Then bring their results together in your notes for this step."
+    )
+    lines.append(
+        "If you cannot start subagents, do each delegation yourself, one after another."
+    )
+    return "\n".join(lines)
 
 
 def _loop_section(

@@ -17,7 +17,7 @@ from returns.result import Failure, Result, Success
 
 from workrail.core.canonical import CanonicalJsonError, canonical_bytes
 from workrail.core.wording import counted
-from workrail.workflow.definition import LOOP_CONTROL_CONTRACT
+from workrail.workflow.contracts import KNOWN_CONTRACTS
 from workrail.workflow.errors import Problem
 from workrail.workflow.jsvalues import compile_js_regex, python_only_syntax
 from workrail.workflow.language import NEWEST_SPEC_VERSION
@@ -25,7 +25,6 @@ from workrail.workflow.passes.templates import RoutineLibrary
 from workrail.workflow.pipeline import NO_ROUTINES, check_source
 from workrail.workflow.schema import schema_accepts, workflow_validator
 
-KNOWN_CONTRACTS: Final = frozenset({LOOP_CONTROL_CONTRACT})
 RESERVED_NAMESPACE: Final = "wr"
 _SAFE_ID_RE: Final = re.compile(r"[a-z0-9_-]+")
 _WORKFLOW_ID_RE: Final = re.compile(r"[a-z0-9_-]+|[a-z][a-z0-9_-]*\.[a-z][a-z0-9_-]*")

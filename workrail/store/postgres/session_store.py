@@ -24,7 +24,6 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Final, Protocol, TypeVar
 
@@ -33,8 +32,8 @@ import psycopg
 from psycopg_pool import PoolTimeout
 from returns.result import Failure, Result, Success
 
-from workrail.core.append import PartialOverlap, manifest_group, plan_problem, recorded_events
-from workrail.core.canonical import CanonicalJsonError, canonical_bytes
+from workrail.core.append import admit
+from workrail.core.canonical import canonical_bytes
 from workrail.core.events import DomainEvent
 from workrail.core.health import HEALTHY, Corruption, SessionHealth
 from workrail.core.ids import is_session_id
@@ -43,6 +42,14 @@ from workrail.core.manifest import ManifestRecord
 from workrail.core.session_index import ProjectionError
 from workrail.store.errors import StoreError
 from workrail.store.gc_pause import collector_paused
+from workrail.store.log_state import (
+    CachedWrite,
+    CacheSlot,
+    LogState,
+    extend,
+    invalid_reference,
+    not_healthy,
+)
 from workrail.store.ports import (
     LIST_PAGE_MAX,
     AppendOutcome,
@@ -61,7 +68,6 @@ from workrail.store.postgres.connection import (
     unavailable,
 )
 from workrail.store.postgres.locks import WriterGuard, locked_elsewhere, session_lock_key
-from workrail.store.postgres.log_state import LogState, extend
 
 T = TypeVar("T")
 E = TypeVar("E")
@@ -84,14 +90,6 @@ class AppendProjector(Protocol):
     ) -> None: ...
 
 
-@dataclass
-class _Slot:
-    """A session's cached state and the lock that orders its in-process readers."""
-
-    lock: threading.RLock = field(default_factory=threading.RLock)
-    state: LogState | None = None
-
-
 class _Rollback(Exception):
     """Leave the transaction block, rolling back, with this answer."""
 
@@ -108,25 +106,13 @@ class _StaleConnection(Exception):
     """The pooled connection died before the transaction did anything."""
 
 
-def invalid_reference(session_id: str) -> StoreError:
-    return StoreError("INVALID_REFERENCE", f"not a session id: {session_id[:60]!r}")
-
-
-def not_healthy(corruption: Corruption) -> StoreError:
-    return StoreError(
-        "SESSION_NOT_HEALTHY",
-        f"Session corruption detected: {corruption.code}",
-        health=SessionHealth.of(corruption),
-    )
-
-
 class PostgresSessionStore:
     """See the module docstring."""
 
     def __init__(self, db: Database, projectors: Sequence[AppendProjector] = ()) -> None:
         self._db = db
         self._projectors: tuple[AppendProjector, ...] = tuple(projectors)
-        self._slots: OrderedDict[str, _Slot] = OrderedDict()
+        self._slots: OrderedDict[str, CacheSlot] = OrderedDict()
         self._slots_mutex = threading.Lock()
         self._guard = WriterGuard()
         # Half the pool may write at once: each writer can then always get the second
@@ -135,11 +121,11 @@ class PostgresSessionStore:
 
     # --- cache -----------------------------------------------------------------------
 
-    def _slot(self, session_id: str) -> _Slot:
+    def _slot(self, session_id: str) -> CacheSlot:
         with self._slots_mutex:
             slot = self._slots.get(session_id)
             if slot is None:
-                slot = self._slots[session_id] = _Slot()
+                slot = self._slots[session_id] = CacheSlot()
                 while len(self._slots) > CACHED_SESSIONS:
                     self._slots.popitem(last=False)
             else:
@@ -150,7 +136,7 @@ class PostgresSessionStore:
         with self._slots_mutex:
             self._slots.pop(session_id, None)
 
-    def _refresh(self, conn: Connection, session_id: str, slot: _Slot) -> LogState | Corruption:
+    def _refresh(self, conn: Connection, session_id: str, slot: CacheSlot) -> LogState | Corruption:
         """Bring the slot up to what the database holds, fetching only what is new: one
         small query when nothing changed (call with `slot.lock` held)."""
         state = slot.state if slot.state is not None else LogState()
@@ -459,27 +445,18 @@ class PostgresSessionStore:
             raise
         finally:
             if txn is not None:
-                txn.finish(committed)
+                txn.release(kept=committed)
         return result
 
     def _append(self, txn: _Txn, plan: AppendPlan) -> Result[AppendOutcome, StoreError]:
         current = txn.state
-        try:
-            existing = recorded_events(current.index.dedupe, current.events, plan)
-        except PartialOverlap as exc:
-            return Failure(StoreError("SESSION_STORE_INVARIANT_VIOLATION", str(exc)))
-        if existing is not None:
-            return Success(AppendOutcome(existing, deduplicated=True))
-        problem = plan_problem(current.index, len(current.events), txn.session_id, plan)
-        if problem is not None:
-            return Failure(StoreError("SESSION_STORE_INVARIANT_VIOLATION", problem))
-        try:
-            bodies = [canonical_bytes(e.to_json()) for e in plan.events]
-        except CanonicalJsonError as exc:
-            return Failure(StoreError("SESSION_STORE_INVARIANT_VIOLATION", str(exc)))
-        segment = b"".join(body + b"\n" for body in bodies)
         manifest_before = len(current.manifest)
-        records = manifest_group(txn.session_id, manifest_before, plan, segment)
+        admitted = admit(current.index, current.events, manifest_before, txn.session_id, plan)
+        if isinstance(admitted, str):
+            return Failure(StoreError("SESSION_STORE_INVARIANT_VIOLATION", admitted))
+        if isinstance(admitted, tuple):
+            return Success(AppendOutcome(admitted, deduplicated=True))
+        bodies, records = admitted.lines, admitted.records
         txn.take_cache()
         after = current
         try:
@@ -549,52 +526,23 @@ class PostgresSessionStore:
             projector(conn, session_id, events, after.view(session_id))
 
 
-class _Txn:
-    """The write capability handed to a `write` callback; dead once the callback returns."""
+class _Txn(CachedWrite):
+    """The write capability handed to a `write` callback, on the transaction's
+    connection; dead once the callback returns."""
 
     def __init__(
         self,
         store: PostgresSessionStore,
         conn: Connection,
         session_id: str,
-        slot: _Slot,
+        slot: CacheSlot,
         state: LogState,
     ) -> None:
+        super().__init__(session_id, slot, state)
         self._store = store
         self.conn = conn
-        self.session_id = session_id
-        self._slot = slot
-        self.state = state  # extended in place by each append, under the slot's lock
-        self._holding = False
-        self.broken: StoreError | None = None  # a failed append: the transaction must roll back
-        self.closed = False
 
-    def take_cache(self) -> None:
-        """Before the first append: hold the session's cache lock until `finish`, so no
-        other thread of this process sees the state while it holds uncommitted appends."""
-        if not self._holding:
-            self._slot.lock.acquire()
-            self._holding = True
-            self._slot.state = self.state
-
-    def finish(self, committed: bool) -> None:
-        if self._holding:
-            if not committed and self._slot.state is self.state:
-                self._slot.state = None  # it holds what rolled back: rebuilt on the next read
-            self._holding = False
-            self._slot.lock.release()
-
-    @property
-    def log(self) -> SessionLog:
-        """Includes what this transaction appended (read-your-writes)."""
-        return self.state.view(self.session_id)
-
-    def append(self, plan: AppendPlan) -> Result[AppendOutcome, StoreError]:
-        if self.closed:
-            message = "write capability used after release"
-            return Failure(StoreError("SESSION_STORE_INVARIANT_VIOLATION", message))
-        if self.broken is not None:
-            return Failure(self.broken)
+    def _write(self, plan: AppendPlan) -> Result[AppendOutcome, StoreError]:
         return self._store._append(self, plan)
 
 

@@ -1,4 +1,5 @@
-"""A session's validated state, and how rows from the database extend it.
+"""A session's validated state, and how stored rows extend it: shared by the backends that
+keep one row per event and per manifest record (PostgreSQL, memory).
 
 The rows hold the very bytes the file backend writes: each event and each manifest record
 is one canonical JSON line (without its newline). So validation is the file backend's: the
@@ -10,11 +11,14 @@ files.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from returns.result import Failure, Result
+
 from workrail.core.events import DomainEvent
-from workrail.core.health import Corruption, CorruptionCode
+from workrail.core.health import Corruption, CorruptionCode, SessionHealth
 from workrail.core.log_reader import (
     CorruptionError,
     check_chain,
@@ -27,7 +31,8 @@ from workrail.core.log_reader import (
 from workrail.core.manifest import ManifestRecord, SegmentClosed, SnapshotPinned
 from workrail.core.session_index import ProjectionError, SessionIndex
 from workrail.core.summary_accumulator import SummaryAccumulator
-from workrail.store.ports import SessionLog
+from workrail.store.errors import StoreError
+from workrail.store.ports import AppendOutcome, AppendPlan, SessionLog
 
 
 @dataclass
@@ -54,6 +59,74 @@ class LogState:
         for record in records:
             if isinstance(record, SegmentClosed):
                 self.last_segment = record
+
+
+def invalid_reference(session_id: str) -> StoreError:
+    return StoreError("INVALID_REFERENCE", f"not a session id: {session_id[:60]!r}")
+
+
+def not_healthy(corruption: Corruption) -> StoreError:
+    return StoreError(
+        "SESSION_NOT_HEALTHY",
+        f"Session corruption detected: {corruption.code}",
+        health=SessionHealth.of(corruption),
+    )
+
+
+@dataclass
+class CacheSlot:
+    """A session's cached state and the lock that orders this process's readers of it."""
+
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    state: LogState | None = None
+
+
+class CachedWrite:
+    """The write capability over a session's cached state, extended in place by each
+    append (copying it would make every append cost O(session)). From its first append
+    until `release` the writing thread holds the slot's lock, so other threads read the
+    session once the write's outcome is known; a write that was not kept drops the
+    cached state, which the next read rebuilds from the stored rows."""
+
+    def __init__(self, session_id: str, slot: CacheSlot, state: LogState) -> None:
+        self.session_id = session_id
+        self.slot = slot
+        self.state = state
+        self._holding = False
+        self.broken: StoreError | None = None
+        """A failed append: nothing of this write may be kept."""
+        self.closed = False
+
+    def take_cache(self) -> None:
+        """Before the first append: hold the slot's lock until `release`."""
+        if not self._holding:
+            self.slot.lock.acquire()
+            self._holding = True
+            self.slot.state = self.state
+
+    def release(self, kept: bool) -> None:
+        if self._holding:
+            if not kept and self.slot.state is self.state:
+                self.slot.state = None
+            self._holding = False
+            self.slot.lock.release()
+
+    @property
+    def log(self) -> SessionLog:
+        """Includes what this write appended (read-your-writes)."""
+        return self.state.view(self.session_id)
+
+    def append(self, plan: AppendPlan) -> Result[AppendOutcome, StoreError]:
+        if self.closed:
+            message = "write capability used after release"
+            return Failure(StoreError("SESSION_STORE_INVARIANT_VIOLATION", message))
+        if self.broken is not None:
+            return Failure(self.broken)
+        return self._write(plan)
+
+    def _write(self, plan: AppendPlan) -> Result[AppendOutcome, StoreError]:
+        """Validate and write one append (the backend's own part)."""
+        raise NotImplementedError
 
 
 def _corrupt(code: CorruptionCode, message: str) -> CorruptionError:

@@ -4,6 +4,7 @@ here, as ports."""
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Sequence
@@ -228,11 +229,17 @@ def open_fence(config: WorkrailConfig) -> Result[FenceService, StartupError]:
     setting or an unusable keys/fence.key fails here."""
     from workrail.fence import open_fence_service
 
+    if config.fence_is_local_on_shared_store:
+        logging.getLogger("workrail.fence").warning(
+            "effect_checkpoint keeps its state in this server's data directory "
+            "(WORKRAIL_FENCE_URL=sqlite) although the session store is shared: replicas do "
+            "not see each other's claims; unset it to fence through the store's database"
+        )
     try:
         return Success(
             open_fence_service(
                 config.data_dir,
-                config.fence.url,
+                config.fence_url,
                 config.fence.limits,
                 allow_insecure_key=config.allow_insecure_keys,
             )

@@ -52,8 +52,9 @@ class LogSettings:
 
 @dataclass(frozen=True)
 class FenceSettings:
-    """The effect-checkpoint backend: SQLite in the data directory unless `url` names a
-    Valkey/Redis server."""
+    """The effect-checkpoint backend. `url` None follows the session store (SQLite in the
+    data directory on files, the store's database on PostgreSQL); `sqlite` is the local
+    database chosen explicitly; else a Valkey/Redis or PostgreSQL URL."""
 
     url: str | None = None
     limits: RateLimits = field(default_factory=RateLimits)
@@ -88,6 +89,23 @@ class WorkrailConfig:
         if self.uses_memory:
             return "memory (nothing is kept after exit)"
         return str(self.data_dir)
+
+    @property
+    def fence_url(self) -> str | None:
+        """Where the fence keeps its state: None for SQLite in the data directory. With
+        a PostgreSQL store it is the store's database unless another one is named, so
+        every replica behind a load balancer fences through the same table."""
+        if self.fence.url == "sqlite":
+            return None
+        if self.fence.url is None:
+            return self.store_url
+        return self.fence.url
+
+    @property
+    def fence_is_local_on_shared_store(self) -> bool:
+        """The explicit `WORKRAIL_FENCE_URL=sqlite` with a PostgreSQL store: each replica
+        then fences alone (for a single replica only)."""
+        return self.uses_postgres and self.fence_url is None
 
 
 @dataclass(frozen=True)
@@ -135,9 +153,15 @@ def load_config(
         return Failure(ConfigError("fence rate limit", str(exc)))
     fence_url = env.get(FENCE_URL_ENV, "").strip() or None
     if fence_url not in (None, "sqlite") and not fence_url.startswith(
-        ("redis://", "rediss://", "unix://")
+        ("redis://", "rediss://", "unix://", *POSTGRES_SCHEMES)
     ):
-        return Failure(ConfigError(FENCE_URL_ENV, "must be empty, 'sqlite', or a redis:// URL"))
+        return Failure(
+            ConfigError(
+                FENCE_URL_ENV,
+                "must be empty (follow the session store), 'sqlite', a redis:// URL or a "
+                "postgresql:// URL",
+            )
+        )
 
     insecure = env.get(INSECURE_KEYS_ENV, "").strip().lower()
     if insecure not in ("", "0", "false", "no", "1", "true", "yes"):
@@ -156,7 +180,7 @@ def load_config(
             data_dir=data_dir,
             store_url=store,
             discovery=discovery,
-            fence=FenceSettings(None if fence_url == "sqlite" else fence_url, limits),
+            fence=FenceSettings(fence_url, limits),
             log=log,
             allow_insecure_keys=insecure in ("1", "true", "yes"),
         )

@@ -25,11 +25,11 @@ from workrail.engine.api import Engine
 class Stream:
     """One raw `GET /live` connection, read as it arrives."""
 
-    def __init__(self, console: RunningConsole, query: str = "") -> None:
+    def __init__(self, console: RunningConsole, query: str = "", headers: str = "") -> None:
         host, port = console.host.rsplit(":", 1)
         self.sock = socket.create_connection((host, int(port)), timeout=30)
         self.sock.sendall(
-            f"GET /live{query} HTTP/1.1\r\nHost: {console.host}\r\n"
+            f"GET /live{query} HTTP/1.1\r\nHost: {console.host}\r\n{headers}"
             "Accept: text/event-stream\r\n\r\n".encode()
         )
         self.received = b""
@@ -60,9 +60,11 @@ def _wait_for(condition: Callable[[], bool], timeout: float = 15.0) -> bool:
     return condition()
 
 
-def _open_ready(console: RunningConsole, count: int, stack: ExitStack, query: str = "") -> None:
+def _open_ready(
+    console: RunningConsole, count: int, stack: ExitStack, query: str = "", headers: str = ""
+) -> None:
     for _ in range(count):
-        stream = Stream(console, query)
+        stream = Stream(console, query, headers)
         stack.callback(stream.close)
         assert stream.status == 200
         assert b"event: ready" in stream.read_until(b"event: ready")
@@ -198,3 +200,65 @@ def test_a_page_refused_a_stream_polls_instead(
             timeout=LIVE_TIMEOUT_MS,
         )
         assert not page.errors
+
+
+FOREIGN = (
+    "Origin: https://evil.example\r\n",
+    "Origin: null\r\n",
+    "Origin: http://127.0.0.1:1\r\n",
+    "Sec-Fetch-Site: cross-site\r\nSec-Fetch-Mode: no-cors\r\n",  # no-cors sends no Origin
+    "Sec-Fetch-Site: same-site\r\n",
+)
+
+
+def test_a_foreign_page_is_refused_a_stream_before_it_takes_a_place(
+    console: RunningConsole, engine: Engine
+) -> None:
+    sid, _ = started(engine)
+    with ExitStack() as stack:
+        for _ in range(MAX_STREAMS + 1):
+            for headers in FOREIGN:
+                refused = Stream(console, f"?session={sid}", headers)
+                stack.callback(refused.close)
+                assert refused.status == 403, (headers, refused.received)
+                assert b"another site" in refused.read_until(b"another site")
+        # every place is still free for the console's own pages (same-origin EventSource
+        # sends Sec-Fetch-Site: same-origin and no Origin; a matching Origin is fine too)
+        own = f"Origin: http://{console.host}\r\nSec-Fetch-Site: same-origin\r\n"
+        _open_ready(console, MAX_STREAMS - 1, stack, "", own)
+        _open_ready(console, 1, stack, "", "Sec-Fetch-Site: same-origin\r\n")
+
+
+FOREIGN_TABS = 3
+
+
+def test_foreign_tabs_cannot_keep_a_real_console_tab_off_live_updates(
+    page: Any, browser: Any, console: RunningConsole, engine: Engine
+) -> None:
+    """Tabs of another site (each in its own browser context) try to open more streams
+    than there are places; a console tab opened next still gets its live stream, and the
+    foreign streams were refused, not admitted."""
+    sid, _ = started(engine)
+    attack = (
+        "<html><body><script>"
+        f"for (let i = 0; i < {MAX_STREAMS}; i++)"
+        f" new EventSource('{console.base_url}/live?session={sid}');"
+        "</script></body></html>"
+    )
+    foreign = []
+    for _ in range(FOREIGN_TABS):
+        tab = browser.new_context().new_page()
+        tab.route(
+            "http://evil.example/**",
+            lambda route: route.fulfill(status=200, content_type="text/html", body=attack),
+        )
+        tab.goto("http://evil.example/")
+        foreign.append(tab)
+    try:
+        page.goto(f"{console.base_url}/sessions/{sid}")
+        page.wait_for_function("() => document.body.dataset.liveState === 'live'")
+        with ExitStack() as stack:  # every other place is still free
+            _open_ready(console, MAX_STREAMS - 1, stack)
+    finally:
+        for tab in foreign:
+            tab.context.close()

@@ -147,3 +147,51 @@ def test_threads_finding_the_keys_stale_at_once_load_them_once(data_dir: Path) -
     for thread in threads:
         thread.join(timeout=30)
     assert store.loads - loads == 1
+
+
+class GatedStore(CountingStore):
+    """Once armed, a load announces itself and then waits for the gate: a slow keyring
+    store, held exactly as long as the test says."""
+
+    def __init__(self, store: LocalKeyringStore) -> None:
+        super().__init__(store)
+        self.armed = False
+        self.loading = threading.Event()
+        self.gate = threading.Event()
+
+    def load(self) -> Result[Keyring, StoreError]:
+        if self.armed:
+            self.loading.set()
+            assert self.gate.wait(timeout=60)
+        return super().load()
+
+
+def test_a_verification_during_a_reload_waits_for_it_instead_of_refusing(
+    data_dir: Path,
+) -> None:
+    """After a rotation elsewhere, two verifications of a token signed with the new key
+    arrive together: the first starts the reload (and sets the throttle), the second
+    must wait for that reload, not answer TOKEN_BAD_SIGNATURE."""
+    clock = Clock()
+    store = GatedStore(LocalKeyringStore(data_dir))
+    codec = KeyringCodec(store, store.load().unwrap(), clock=clock)
+    LocalKeyringStore(data_dir).rotate().unwrap()
+    rotated = KeyringCodec(LocalKeyringStore(data_dir), LocalKeyringStore(data_dir).load().unwrap())
+    token = _mint(rotated)
+    store.armed = True
+    outcomes: dict[str, bool] = {}
+
+    def verify(name: str) -> None:
+        outcomes[name] = not isinstance(codec.parse_state(token), Failure)
+
+    first = threading.Thread(target=verify, args=("first",))
+    first.start()
+    assert store.loading.wait(timeout=30)  # the first is inside its reload now
+    second = threading.Thread(target=verify, args=("second",))
+    second.start()
+    second.join(timeout=1.0)  # refusing at once would be done by now; waiting is not
+    store.gate.set()
+    for thread in (first, second):
+        thread.join(timeout=30)
+    assert outcomes == {"first": True, "second": True}
+    assert store.loads == 2  # the one at start and the one reload: the second only waited

@@ -19,6 +19,7 @@ import redis
 from tests.services import require_binary
 from workrail.fence.backend import FenceBackend
 from workrail.fence.identity import key_check
+from workrail.fence.postgres_backend import PostgresFenceBackend
 from workrail.fence.ratelimit import RateLimits
 from workrail.fence.redis_backend import RedisBackend
 from workrail.fence.service import FenceService
@@ -118,10 +119,16 @@ def _redis_factory(request: pytest.FixtureRequest, tmp_path: Path) -> BackendFac
     return lambda: RedisBackend(server.url, key_check=key_check(KEY), prefix=prefix)
 
 
+def _postgres_factory(request: pytest.FixtureRequest, tmp_path: Path) -> BackendFactory:
+    url: str = request.getfixturevalue("postgres_url")  # a new database per test
+    return lambda: PostgresFenceBackend(url, key_check=key_check(KEY))
+
+
 # Add a backend here and the whole contract suite runs against it.
 BACKENDS: dict[str, Callable[[pytest.FixtureRequest, Path], BackendFactory]] = {
     "sqlite": _sqlite_factory,
     "redis": _redis_factory,
+    "postgres": _postgres_factory,
 }
 
 

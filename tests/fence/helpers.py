@@ -105,5 +105,5 @@ def fence_from_env(
     config = load_config(env)
     if isinstance(config, Failure):
         raise ValueError(str(config.failure()))
-    fence = config.unwrap().fence
-    return open_fence_service(data_dir, fence.url, fence.limits, clock)
+    loaded = config.unwrap()
+    return open_fence_service(data_dir, loaded.fence_url, loaded.fence.limits, clock)

@@ -3,6 +3,7 @@ flight when SIGTERM arrives are still answered, and the server then exits cleanl
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import signal
@@ -10,6 +11,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -31,11 +33,16 @@ BODY = json.dumps(
 ).encode()
 
 
-def _start(data_dir: Path) -> tuple[subprocess.Popen[bytes], int]:
+def _start(data_dir: Path, *, quiet: bool = False) -> tuple[subprocess.Popen[bytes], int]:
+    """`quiet`: warnings only, for tests that make many requests (nobody reads the pipe
+    until the end, and a full one would stall the server)."""
     port = free_port()
+    env = server_env(data_dir)
+    if quiet:
+        env["WORKRAIL_LOG_LEVEL"] = "WARNING"
     proc = subprocess.Popen(
         [sys.executable, "-m", "workrail", "mcp", "--http", "--port", str(port)],
-        env=server_env(data_dir),
+        env=env,
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -133,6 +140,121 @@ def test_sigterm_answers_the_request_in_flight_then_exits(data_dir: Path) -> Non
     finally:
         out = _stop(proc)
     assert out == b"", "nothing but logs, and those on stderr"
+
+
+SIGTERM_RUNS = 5
+BODY_HELD_S = 1.5
+"""How long the body of the request in flight is held back after SIGTERM: longer than a
+graceful shutdown bounded at one second (which cancelled it with a 500)."""
+
+
+@pytest.mark.slow
+def test_sigterm_answers_a_slow_request_in_flight_every_time(data_dir: Path) -> None:
+    """The request is held in flight by withholding its body after `Expect: 100-continue`
+    (the app is reading it when SIGTERM arrives), then completed: it is answered 200, in
+    every one of several runs, and the server exits 0."""
+    for run in range(SIGTERM_RUNS):
+        proc, port = _start(data_dir)
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
+                sock.sendall(_head(port, expect_continue=True))
+                assert sock.recv(4096).startswith(b"HTTP/1.1 100")
+                os.kill(proc.pid, signal.SIGTERM)
+                time.sleep(BODY_HELD_S)  # a slow client: the request stays in flight
+                sock.sendall(BODY)
+                answer = b""
+                while b"serverInfo" not in answer:
+                    chunk = sock.recv(65536)
+                    assert chunk, f"run {run}: closed before the answer: {answer!r}"
+                    answer += chunk
+                    assert not answer.startswith(b"HTTP/1.1 5"), (run, answer[:200])
+                assert answer.startswith(b"HTTP/1.1 200"), (run, answer[:200])
+            assert proc.wait(timeout=60) == 0
+        finally:
+            _stop(proc)
+
+
+def _rpc(
+    conn: http.client.HTTPConnection,
+    port: int,
+    method: str,
+    params: Mapping[str, object],
+    session: str | None = None, rid: int = 1,
+) -> tuple[int, str | None, bytes]:
+    headers = {
+        "Host": f"127.0.0.1:{port}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
+    if session is not None:
+        headers["Mcp-Session-Id"] = session
+    body = {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+    conn.request("POST", "/mcp", body=json.dumps(body), headers=headers)
+    resp = conn.getresponse()
+    return resp.status, resp.getheader("mcp-session-id"), resp.read()
+
+
+def _initialize(conn: http.client.HTTPConnection, port: int) -> tuple[int, str | None]:
+    params = json.loads(BODY)["params"]
+    status, session, _ = _rpc(conn, port, "initialize", params)
+    if status == 200:
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        conn.request(
+            "POST",
+            "/mcp",
+            body=json.dumps(initialized),
+            headers={
+                "Host": f"127.0.0.1:{port}",
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+                "Mcp-Session-Id": session or "",
+                "MCP-Protocol-Version": "2025-06-18",
+            },
+        )
+        conn.getresponse().read()
+    return status, session
+
+
+@pytest.mark.slow
+def test_at_the_session_cap_the_least_recently_used_idle_session_makes_room(
+    data_dir: Path,
+) -> None:
+    """512 idle sessions held (a local process can do that): a new client still
+    initializes; the oldest session answers 404 (its client starts again) and a token
+    minted through it still works in the new one."""
+    from workrail.mcp.http_guard import MAX_SESSIONS
+
+    proc, port = _start(data_dir, quiet=True)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    try:
+        status, oldest = _initialize(conn, port)
+        assert status == 200 and oldest is not None
+        call = {"name": "start_workflow", "arguments": {"workflowId": "probe-flow"}}
+        started = _rpc(conn, port, "tools/call", call, oldest, 2)
+        assert started[0] == 200, started
+        held = [oldest]
+        for _ in range(MAX_SESSIONS - 1):
+            status, session = _initialize(conn, port)
+            assert status == 200, status
+            held.append(session or "")
+        status, newcomer = _initialize(conn, port)
+        assert status == 200, "a new client was locked out at the session cap"
+        gone = _rpc(conn, port, "tools/list", {}, oldest, 3)
+        assert gone[0] == 404
+        assert _rpc(conn, port, "tools/list", {}, held[-1], 4)[0] == 200  # the recent stay
+        text = json.loads(started[2])["result"]["content"][0]["text"]
+        token = json.loads(text)["stateToken"]
+        rehydrate = {
+            "name": "continue_workflow",
+            "arguments": {"intent": "rehydrate", "stateToken": token},
+        }
+        again = _rpc(conn, port, "tools/call", rehydrate, newcomer, 5)
+        assert again[0] == 200, again
+        assert json.loads(again[2])["result"].get("isError") is not True, again
+    finally:
+        conn.close()
+        _stop(proc)
 
 
 def test_idle_sessions_are_bounded_tightly(engine: object) -> None:

@@ -298,3 +298,57 @@ def test_ensure_tree_checks_every_component_and_only_inside_its_root(tmp_path: P
         ensure_tree(root, root / "link" / "b")
     with pytest.raises(ValueError):
         ensure_tree(root, tmp_path / "rootless")
+
+
+def test_a_fifo_at_the_session_index_hangs_no_read(data_dir: Path) -> None:
+    """`workrail sessions`, the session listing behind resources/list and resume_session's
+    candidates all open the index read-only: a FIFO planted there is refused by its type
+    (never waited on), and they answer from the logs."""
+    chain, _ = _grown(data_dir)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "WORKRAIL_DATA_DIR": str(data_dir)}
+    listed = subprocess.run(
+        [sys.executable, "-m", "workrail", "sessions", "--json"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert listed.returncode == 0, listed.stderr
+    index = data_dir / "index" / "sessions.sqlite3"
+    for leftover in index.parent.glob("sessions.sqlite3*"):
+        leftover.unlink()
+    os.mkfifo(index)
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from workrail.store.local.backend import LocalBackend\n"
+        "from workrail.store.ports import CandidateQuery, SessionFilter\n"
+        "query = LocalBackend.open(Path(sys.argv[1])).query\n"
+        "page = query.page(SessionFilter(archived='include')).unwrap()\n"
+        "print(len(page.summaries))\n"
+        "print(len(query.candidates(CandidateQuery(session_id=sys.argv[2])).unwrap()))\n"
+    )
+    try:
+        again = subprocess.run(
+            [sys.executable, "-m", "workrail", "sessions", "--json"],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        direct = subprocess.run(
+            [sys.executable, "-c", script, str(data_dir), chain.sess],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        _unblock(index)
+    assert again.returncode == 0, again.stderr
+    assert chain.sess in again.stdout
+    assert direct.returncode == 0, direct.stderr
+    assert direct.stdout.split() == ["1", "1"]

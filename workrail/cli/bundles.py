@@ -21,6 +21,7 @@ from workrail.bundle.export import bundle_bytes, export_session, new_bundle_id, 
 from workrail.bundle.import_ import already_here, import_validated, read_bundle_file
 from workrail.bundle.validate import validate_bytes
 from workrail.cli.context import Cli
+from workrail.core.text import screen_safe
 from workrail.core.wording import counted
 
 
@@ -118,9 +119,11 @@ def run_export(cli: Cli) -> int:
         )
         if salvage is not None:
             summary_to.write(
-                "WARNING: the session is corrupt after this point "
-                f"({salvage.reason.code}: {salvage.reason.message}); only its validated prefix "
-                "was exported, and the bundle is marked as a salvage export.\n"
+                screen_safe(
+                    "WARNING: the session is corrupt after this point "
+                    f"({salvage.reason.code}: {salvage.reason.message}); only its validated "
+                    "prefix was exported, and the bundle is marked as a salvage export.\n"
+                )
             )
     return 0
 

@@ -147,9 +147,16 @@ class Cli:
             self._engine = None
 
     def console(self, *, stderr: bool = False) -> Console:
-        from rich.console import Console  # only for output to a person (not `workrail mcp`)
+        """For output to a person (not `workrail mcp`): agent text is made screen-safe."""
+        from workrail.cli.terminal import ScreenSafeConsole
 
-        return Console(file=self.err if stderr else self.out, highlight=False)
+        return ScreenSafeConsole(file=self.err if stderr else self.out, highlight=False)
+
+    def write_line(self, text: str, *, stderr: bool = False) -> None:
+        """A plain line for a person, screen-safe like everything `console()` prints."""
+        from workrail.core.text import screen_safe
+
+        (self.err if stderr else self.out).write(screen_safe(text) + "\n")
 
     def print_json(self, payload: Any) -> None:
         self.out.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")

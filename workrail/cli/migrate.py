@@ -12,11 +12,12 @@ hash on both sides. Nothing is ever deleted from the source.
 from __future__ import annotations
 
 import argparse
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
-from returns.result import Failure, Result
+from returns.result import Failure, Result, Success
 
 from workrail import __version__
 from workrail.app import open_backend_at
@@ -286,6 +287,10 @@ def _session(source: Backend, target: Backend, sid: str) -> tuple[Outcome, str]:
         return "failed", validated.failure().message
     imported = import_validated(target, validated.unwrap(), mint_session_id=lambda: "")
     if isinstance(imported, Failure):
+        problem = imported.failure()
+        contended = (problem.details or {}).get("storeCode") == "SESSION_LOCKED"
+        if _written_meanwhile(target, sid, data, wait=contended):
+            return "skipped", "another migration wrote it meanwhile"
         return "failed", imported.failure().message
     moved = _export(target, sid)
     if isinstance(moved, Failure) or moved.unwrap() != data:
@@ -307,9 +312,36 @@ def _activity(source: Backend, target: Backend, sid: str) -> str:
     if when is None or target.sessions.last_activity(sid).value_or(None) == when:
         return ""
     put = target.lifecycle.restamp(sid, when)
+    deadline = time.monotonic() + WRITTEN_MEANWHILE_WAIT
+    while isinstance(put, Failure) and put.failure().code == "SESSION_LOCKED":
+        # another migration of the same session (two runs at once) holds it: wait for it
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+        put = target.lifecycle.restamp(sid, when)
     if isinstance(put, Failure):
         return f"moved, but its last activity was not: {put.failure().message}"
     return ""
+
+
+WRITTEN_MEANWHILE_WAIT: Final = 30.0
+"""How long a session another migration is writing right now may take to appear."""
+
+
+def _written_meanwhile(target: Backend, sid: str, data: bytes, *, wait: bool) -> bool:
+    """After an import that failed: whether another run (two `migrate`s at once) wrote this
+    very session since it was found missing. With `wait` (the import found the session
+    locked: that run is writing it now) its write is waited for; it is visible, whole,
+    once committed."""
+    deadline = time.monotonic() + (WRITTEN_MEANWHILE_WAIT if wait else 0.0)
+    while True:
+        there = target.sessions.exists(sid)
+        if isinstance(there, Success) and there.unwrap():
+            exported = _export(target, sid)
+            return isinstance(exported, Success) and exported.unwrap() == data
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
 
 
 def _lifecycle(source: Backend, target: Backend, sid: str) -> str:

@@ -399,6 +399,14 @@ def run_prune(cli: Cli) -> int:
         console.print(f"  {sid}", soft_wrap=True)
     for sid in report.busy:
         console.print(f"[yellow]  {sid} is being written; kept[/]", soft_wrap=True)
+    if report.active:
+        were = "was" if len(report.active) == 1 else "were"
+        console.print(
+            f"Kept {counted(len(report.active), 'session')} that {were} active during the"
+            " prune (written after it listed them):"
+        )
+        for sid in report.active:
+            console.print(f"  {sid}", soft_wrap=True)
     collected = report.collected
     if collected.skipped_reason:
         console.print(f"[yellow]Collected nothing: {escape(collected.skipped_reason)}[/]")
@@ -458,7 +466,7 @@ def run_events(cli: Cli) -> int:
                 if cli.as_json:
                     cli.out.write(json.dumps(event.to_json(), ensure_ascii=False) + "\n")
                 else:
-                    cli.out.write(_event_line(event) + "\n")
+                    cli.write_line(_event_line(event))
             cli.out.flush()
             cursor = page.next_cursor
             if left is not None:

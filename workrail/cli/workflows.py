@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 from returns.result import Failure
 
+from workrail.core.text import screen_safe
 from workrail.core.wording import counted
 from workrail.engine.errors import workflow_invalid
 from workrail.workflow.catalog import (
@@ -120,21 +121,27 @@ def run_validate(args: argparse.Namespace, out: TextIO, as_json: bool) -> int:
         out.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     else:
         for name in missing:
-            out.write(f"MISSING  {name}: no such file or directory\n")
+            out.write(screen_safe(f"MISSING  {name}: no such file or directory\n"))
         for r, warnings in zip(results, warned, strict=True):
             if isinstance(r, LoadedWorkflow):
-                out.write(f"OK       {r.path}  ({r.workflow_id}, {r.pinned().workflow_hash()})\n")
+                out.write(
+                    screen_safe(
+                        f"OK       {r.path}  ({r.workflow_id}, {r.pinned().workflow_hash()})\n"
+                    )
+                )
                 newer = [c for c in r.constructs() if c.since != "v1.4.0"]
                 if newer:
                     out.write("    uses: " + "; ".join(_construct_text(c) for c in newer) + "\n")
                 else:
                     out.write("    uses: WorkRail v1.4.0 constructs only\n")
             else:
-                out.write(f"INVALID  {r.path}  ({counted(len(r.problems), 'problem')})\n")
+                out.write(
+                    screen_safe(f"INVALID  {r.path}  ({counted(len(r.problems), 'problem')})\n")
+                )
                 for p in r.problems:
-                    out.write(f"    {p.code}  {p.line()}\n")
+                    out.write(screen_safe(f"    {p.code}  {p.line()}\n"))
             for w in warnings:
-                out.write(f"    WARNING {w.code}  {w.line()}\n")
+                out.write(screen_safe(f"    WARNING {w.code}  {w.line()}\n"))
         valid = sum(isinstance(r, LoadedWorkflow) for r in results)
         out.write(f"{valid}/{len(results)} valid\n")
         warning_count = sum(len(w) for w in warned)

@@ -8,7 +8,9 @@ ten. Subscribing (which on PostgreSQL may wait for LISTEN, on files stats every 
 once) runs in a worker thread of the console's own small limiter, never on the event loop
 and never in the shared pool that pages and MCP tool calls use.
 
-At most `MAX_STREAMS` streams are open at a time; one more is refused with 503, a
+A request from another site (its `Origin` or `Sec-Fetch-Site`) is refused with 403 before
+it is admitted, so foreign pages cannot hold the slots. At most `MAX_STREAMS` streams are
+open at a time; one more is refused with 503, a
 `Retry-After` and an SSE `retry:` line (the page then polls, and tries a stream again
 later). A quiet second sends a comment line, which keeps proxies from timing out, tells
 the page the stream is alive, and notices a closed tab within a second.
@@ -30,6 +32,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from workrail.console.security import stream_origin_ok
 from workrail.core.ids import is_session_id
 from workrail.store.ports import ChangeFeed, SessionWatch
 
@@ -241,6 +244,17 @@ def stream_endpoint(streams: Streams) -> Callable[[Request], Awaitable[Response]
         session_id = request.query_params.get("session")
         if session_id is not None and not is_session_id(session_id):
             return PlainTextResponse("session must be a session id", status_code=400)
+        if not stream_origin_ok(
+            request.headers.get("origin"),
+            request.headers.get("sec-fetch-site"),
+            request.headers.get("host", ""),
+        ):
+            return PlainTextResponse(
+                "Live updates are only for pages of this console; this request came from "
+                "another site, so it was refused (open the console's own URL instead).",
+                status_code=403,
+                headers={"cache-control": "no-store"},
+            )
         if streams.stopping:
             return PlainTextResponse("The console is stopping.", status_code=503)
         if not streams.admit():

@@ -12,6 +12,12 @@
 
 Reads need none of the secret: they never write, and a foreign origin cannot read their
 answers (same-origin policy; the Host check stops rebinding).
+
+* **Live streams** (`/live`) are few (a fixed number of slots), so a foreign page must not
+  be able to hold them even without reading them: a request whose `Origin` names another
+  site (or is `null`), or that a browser marks as cross-site (`Sec-Fetch-Site`, which
+  every current browser sends, also with `no-cors` requests that carry no Origin), is
+  refused before it takes a slot.
 """
 
 from __future__ import annotations
@@ -116,6 +122,24 @@ class Guard:
         if parts.scheme not in ("http", "https") or not parts.netloc:
             return False
         return parts.netloc.lower() == host_header.strip().lower()
+
+
+STREAM_FETCH_SITES: Final = frozenset({"same-origin", "none"})
+"""`Sec-Fetch-Site` values of a request a page of this console (or the user) made."""
+
+
+def stream_origin_ok(origin: str | None, fetch_site: str | None, host_header: str) -> bool:
+    """A live stream was asked for by a page of this console, as far as the browser says:
+    an `Origin`, when sent, names this console's host and port, and `Sec-Fetch-Site`, when
+    sent, says same-origin. A client that sends neither is no browser page (curl, a
+    script): it is not what this check is for, and it is let in."""
+    if origin is not None:
+        parts = urlsplit(origin)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            return False  # "null" (a sandboxed frame, a file: page) and anything malformed
+        if parts.netloc.lower() != host_header.strip().lower():
+            return False
+    return fetch_site is None or fetch_site.strip().lower() in STREAM_FETCH_SITES
 
 
 CONTENT_SECURITY_POLICY: Final = (

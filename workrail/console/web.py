@@ -11,6 +11,7 @@ import logging
 from pathlib import Path
 from urllib.parse import urlencode
 
+from markupsafe import Markup
 from starlette.applications import Starlette
 from starlette.datastructures import URL
 from starlette.exceptions import HTTPException
@@ -33,10 +34,21 @@ from workrail.console.security import (
     Guard,
     cookie_name,
 )
+from workrail.core.text import screen_safe
 
 log = logging.getLogger("workrail.console")
 
 PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def visible_on_page(value: object) -> object:
+    """`core.text.screen_safe` for a page: the marks are plain ASCII, so HTML-safe markup
+    stays safe markup."""
+    if isinstance(value, Markup):
+        return Markup(screen_safe(str(value)))  # noqa: S704 - only ASCII marks are added
+    if isinstance(value, str):
+        return screen_safe(value)
+    return value
 
 
 def _templates() -> Jinja2Templates:
@@ -44,6 +56,10 @@ def _templates() -> Jinja2Templates:
     env = templates.env
     env.filters["markdown"] = render_markdown
     env.filters["when"] = time_tag
+    env.filters["visible"] = visible_on_page
+    # Every {{ value }} of every page (markdown included) shows bidi and control
+    # characters as visible marks, so agent text can never reorder what is displayed.
+    env.finalize = visible_on_page
     env.globals["CSRF_FIELD"] = CSRF_FIELD
     env.globals["urlencode"] = urlencode
     env.trim_blocks = True

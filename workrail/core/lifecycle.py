@@ -22,8 +22,10 @@ class SessionLifecycle:
 
     def __post_init__(self) -> None:
         # Bounded when built, so no record is ever written that its reader would refuse:
-        # a path too long to keep is dropped, never the archive state beside it.
-        if self.workspace_path is not None and len(self.workspace_path) > MAX_WORKSPACE_PATH:
+        # a path too long to keep, or holding a NUL (no file system path can, and
+        # PostgreSQL text cannot store one), is dropped, never the archive state beside it.
+        path = self.workspace_path
+        if path is not None and (len(path) > MAX_WORKSPACE_PATH or "\x00" in path):
             object.__setattr__(self, "workspace_path", None)
 
     def archive(self, at: str) -> SessionLifecycle:

@@ -5,7 +5,11 @@ index stores and what a query asks for are cut the same way.
 Beyond the spec, a token is trimmed of its leading and trailing `-` and `_` (`--verbose`
 is `verbose`, `__init__` is `init`), and a token joined by `-` or `_` also yields its parts
 (`report-builder` is `report-builder`, `report` and `builder`): what people type finds a
-word inside a flag, a path or an identifier, while the whole compound still narrows."""
+word inside a flag, a path or an identifier, while the whole compound still narrows.
+
+Also the one way agent-written text is made inert for a person's screen: control
+characters (which a terminal obeys: clear the screen, set the window title, hide a
+hyperlink) and bidirectional controls (which reorder what is shown) become visible marks."""
 
 from __future__ import annotations
 
@@ -18,6 +22,10 @@ from workrail.core.budgets import TRUNCATION_MARKER
 TOKEN_RE: Final = re.compile(r"[a-z0-9_-]+")
 JOINERS: Final = "-_"
 _PARTS_RE: Final = re.compile(r"[-_]+")
+CONTROL_RE: Final = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""C0 controls but tab and newline, DEL, and the C1 controls (CSI, OSC, ST among them)."""
+BIDI_RE: Final = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Bidirectional formatting controls: embeddings, overrides, isolates and marks."""
 
 
 def normalise(text: str) -> str:
@@ -68,3 +76,20 @@ def first_line(text: str, limit: int = 120) -> str:
         if line:
             return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
     return ""
+
+
+def visible_controls(text: str) -> str:
+    """Every control character but tab and newline as `\\xNN`, so printing agent text on
+    a terminal can never send it an escape sequence (ESC, CSI, OSC 0 titles, OSC 8 links)."""
+    return CONTROL_RE.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def visible_bidi(text: str) -> str:
+    """Every bidirectional control as `[U+XXXX]`, so it cannot reorder what is shown (the
+    marks are plain ASCII: safe in HTML text and attributes alike)."""
+    return BIDI_RE.sub(lambda m: f"[U+{ord(m.group()):04X}]", text)
+
+
+def screen_safe(text: str) -> str:
+    """Both: what a person's terminal or page may show of agent-written text."""
+    return visible_bidi(visible_controls(text))

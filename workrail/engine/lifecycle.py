@@ -7,6 +7,9 @@ Safety rules the collector keeps:
   content nobody can see: collecting then could destroy what a repair needs);
 - each session is deleted while holding its writer, so one being written is never
   deleted from under its writer (it is reported busy and kept);
+- prune's age test holds at the moment of deletion: the store reads the session's last
+  activity again under that writer, so a session advanced after it was listed (an
+  acknowledged advance) is kept and reported active, never deleted;
 - content stored or re-stored within `grace` is never collected (a start or advance puts
   its snapshot before the append that pins it), and the kept sessions' pins are marked a
   second time just before the sweep, so an append that landed meanwhile is seen;
@@ -150,6 +153,8 @@ class PruneReport:
     collected: Collection
     dry_run: bool
     older_than: timedelta = field(default=timedelta(0))
+    active: tuple[str, ...] = ()
+    """Selected as old, then written before their turn came: kept."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -158,6 +163,7 @@ class PruneReport:
             "selected": [s.session_id for s in self.selected],
             "deleted": list(self.deleted),
             "busy": list(self.busy),
+            "keptActive": list(self.active),
             "collected": self.collected.to_json(),
         }
 
@@ -186,21 +192,35 @@ def prune(deps: EngineDeps, request: PruneRequest) -> Result[PruneReport, Engine
         if isinstance(would, Failure):
             return Failure(would.failure())
         return Success(PruneReport(chosen, (), (), would.unwrap(), True, request.older_than))
-    removed = _delete(deps, [s.session_id for s in chosen])
-    if isinstance(removed, Failure):
-        return Failure(removed.failure())
-    change = removed.unwrap()
+    deleted: list[str] = []
+    busy: list[str] = []
+    active: list[str] = []
+    for summary in chosen:
+        removed = deps.sessions.delete_idle(summary.session_id, idle_before=cutoff)
+        if isinstance(removed, Failure):
+            if is_busy(removed.failure()):
+                busy.append(summary.session_id)
+                continue
+            return Failure(store_failure(removed.failure()))
+        match removed.unwrap():
+            case "deleted":
+                deleted.append(summary.session_id)
+            case "active":
+                active.append(summary.session_id)
+            case "absent":
+                pass
     collected = _collect(deps, request.grace, forget=frozenset(), dry=False)
     if isinstance(collected, Failure):
         return Failure(collected.failure())
     return Success(
         PruneReport(
             chosen,
-            change.changed,
-            change.busy,
+            tuple(deleted),
+            tuple(busy),
             collected.unwrap(),
             False,
             request.older_than,
+            tuple(active),
         )
     )
 

@@ -93,7 +93,37 @@ class ResumeResult:
         }
 
 
+_TEXT_FIELDS: Final = (
+    ("query", "query"),
+    ("session_id", "sessionId"),
+    ("run_id", "runId"),
+    ("workspace_path", "workspacePath"),
+    ("git_branch", "gitBranch"),
+    ("git_head_sha", "gitHeadSha"),
+)
+
+
+def _nul_field(request: ResumeRequest) -> str | None:
+    """The first argument holding a NUL character: no session records one (paths, ids,
+    branches and words cannot), and PostgreSQL text cannot even hold it, so it is refused
+    here, the same on every backend, before any store is asked."""
+    for attribute, name in _TEXT_FIELDS:
+        value = getattr(request, attribute)
+        if isinstance(value, str) and "\x00" in value:
+            return name
+    return None
+
+
 def resume(deps: EngineDeps, request: ResumeRequest) -> Result[ResumeResult, EngineError]:
+    bad = _nul_field(request)
+    if bad is not None:
+        return Failure(
+            validation(
+                f"{bad} contains a NUL character (\\x00), which no session can match.",
+                f"Send {bad} without control characters: the user's own words, a path or an id.",
+                field=bad,
+            )
+        )
     text = request.query
     if text is not None and not 1 <= len(text) <= QUERY_MAX:
         return Failure(

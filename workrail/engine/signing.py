@@ -71,6 +71,7 @@ class KeyringCodec:
         self._refresh = refresh_seconds
         self._recheck = recheck_seconds
         self._mutex = threading.Lock()
+        self._rechecking = threading.Lock()
         self._keyring = keyring
         self._codec = TokenCodec(keyring)
         self._loaded_at = clock()
@@ -103,13 +104,23 @@ class KeyringCodec:
     def _verify(
         self, token: str, parse: Callable[[TokenCodec, str], Result[T, TokenError]]
     ) -> Result[T, TokenError]:
-        result = parse(self._signing(), token)
+        """A bad signature rechecks under `_rechecking`, which the reload it may start is
+        held under: a verification that arrives while another one's reload runs waits for
+        it and then tries the keys it brought (the throttle is set before that reload
+        finishes, so without the wait a token signed with the new key would be refused)."""
+        codec = self._signing()
+        result = parse(codec, token)
         if isinstance(result, Failure) and result.failure().code == "TOKEN_BAD_SIGNATURE":
-            now = self._clock()
-            if now - self._rechecked_at >= self._recheck:
-                self._rechecked_at = now
-                if self._reload():
-                    return parse(self._codec, token)
+            with self._rechecking:
+                with self._mutex:  # and for a signing refresh that is loading right now
+                    current = self._codec
+                if current is not codec:
+                    return parse(current, token)
+                now = self._clock()
+                if now - self._rechecked_at >= self._recheck:
+                    self._rechecked_at = now
+                    if self._reload():
+                        return parse(self._codec, token)
         return result
 
     def mint_state(self, *, session_id: str, node_id: str, workflow_hash: str) -> str:

@@ -46,6 +46,15 @@ def start_workflow(
     context: dict[str, Any] | None,
     workspace_path: str | None = None,
 ) -> Result[dict[str, Any], EngineError]:
+    if workspace_path is not None and "\x00" in workspace_path:
+        return Failure(
+            error(
+                "VALIDATION_ERROR",
+                "workspacePath contains a NUL character (\\x00); no workspace path can.",
+                "Send the workspace's absolute path as the file system spells it, or leave it out.",
+                field="workspacePath",
+            )
+        )
     if context is not None:
         checked = validate_context("start_workflow", context)
         if isinstance(checked, Failure):

@@ -29,6 +29,11 @@ from workrail.fence.sqlite_backend import SqliteBackend, sqlite_path
 Clock = Callable[[], datetime]
 FENCE_URL_ENV: Final = "WORKRAIL_FENCE_URL"
 IDEMPOTENCY_KEY_RE: Final = re.compile(r"^[A-Za-z0-9._:-]{8,255}$")
+POSTGRES_FENCE_SCHEMES: Final = ("postgresql://", "postgres://")
+FENCE_URL_HINT: Final = (
+    f"{FENCE_URL_ENV} must be empty (follow the session store), 'sqlite', a redis:// URL"
+    " or a postgresql:// URL"
+)
 MUTATING_ACTIONS: Final = frozenset({"claim", "transition", "abandon"})
 _MAX_REPORTED_ERRORS: Final = 5
 
@@ -113,8 +118,8 @@ class FenceService:
                     " key and reuse it only to retry the same request.",
                 )
             )
-        now_ms = self.now_ms()
         try:
+            now_ms = self.now_ms()  # a database clock may be unreachable too
             return self._execute(request, client_id, idempotency_key if mutating else None, now_ms)
         except BackendUnavailable as exc:
             log.warning("fence backend unavailable: %s", exc)
@@ -200,7 +205,9 @@ def open_fence_service(
     *,
     allow_insecure_key: bool = False,
 ) -> FenceService:
-    """SQLite in `data_dir` by default; Valkey/Redis when `url` is a redis:// URL.
+    """SQLite in `data_dir` by default; Valkey/Redis when `url` is a redis:// URL;
+    PostgreSQL when it is a postgresql:// URL (then time is the database's clock, whatever
+    `clock` says: every replica measures TTLs by the same clock).
 
     Contacts no backend: each request connects (and checks that the checkpoints there were
     made with this `keys/fence.key`: on Redis in every action, on SQLite when the database
@@ -219,4 +226,9 @@ def open_fence_service(
         from workrail.fence.redis_backend import RedisBackend
 
         return FenceService(RedisBackend(url, key_check=key_check(key)), key, clock, limits)
-    raise ValueError(f"{FENCE_URL_ENV} must be empty, 'sqlite', or a redis:// URL")
+    if url.startswith(POSTGRES_FENCE_SCHEMES):
+        from workrail.fence.postgres_backend import PostgresFenceBackend
+
+        shared = PostgresFenceBackend(url, key_check=key_check(key))
+        return FenceService(shared, key, shared.clock, limits)
+    raise ValueError(FENCE_URL_HINT)

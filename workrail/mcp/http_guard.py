@@ -6,9 +6,18 @@ byte at a time, is held forever: ~1,000 idle loopback sockets once exhausted the
 descriptors. Here every connection must deliver a complete request head within
 `HEAD_TIMEOUT_S` of connecting (and of finishing its previous response); the server takes
 at most `MAX_CONNECTIONS` connections at a time (503 beyond); running out of descriptors
-is logged once, not once per failed accept; and on SIGTERM (or Ctrl-C) a request in
-flight is still answered before the process exits (uvicorn's graceful shutdown, bounded
-by the caller at one second so open event streams cannot hold the process).
+is logged once, not once per failed accept; and on SIGTERM (or Ctrl-C) every request in
+flight is still answered before the process exits: uvicorn's graceful shutdown waits up to
+`IN_FLIGHT_GRACE_S` for them, and the MCP sessions' notification streams (GET, open for as
+long as a client likes) are closed at the signal, so they cannot hold the process.
+
+MCP sessions are capped at `MAX_SESSIONS`; at the cap a new client's `initialize` does
+not get 503 (which let one local process lock every client out for five minutes): the
+least recently used idle session is dropped instead. Its client gets 404 on its next
+request and initializes again; its tokens carry all workflow state and still work.
+The SDK offers no hook for either, so both reach into its session manager's registry
+(`_server_instances`, each transport's in-flight count and idle scope); the tests in
+tests/mcp/test_http_guard.py fail if an SDK upgrade moves them.
 """
 
 from __future__ import annotations
@@ -28,7 +37,47 @@ MAX_SESSIONS: Final = 512
 holds one for 30 minutes, up to 10,000 at ~40 KB each). A client whose session expired
 gets 404 and starts a new one; our tokens carry all workflow state, so nothing is lost."""
 
+IN_FLIGHT_GRACE_S: Final = 30
+"""How long a stopping server waits for requests in flight (each is answered)."""
+
 log = logging.getLogger("workrail.http")
+
+
+def _sessions(manager: Any) -> dict[str, Any]:
+    registry: dict[str, Any] = manager._server_instances
+    return registry
+
+
+def evict_idle_at_cap(manager: Any) -> None:
+    """Make `manager` (the SDK's StreamableHTTPSessionManager) drop its least recently
+    used idle session when a new one would exceed `max_sessions`, instead of refusing
+    the newcomer; only when every session is busy is a new one refused (503)."""
+    admit = manager._admit_session
+
+    def admit_evicting(requestor: Any) -> Any:
+        sessions = _sessions(manager)
+        if manager.max_sessions is not None and len(sessions) >= manager.max_sessions:
+            idle = [
+                (transport.idle_scope.deadline, session_id)
+                for session_id, transport in sessions.items()
+                if transport.idle_scope is not None and not transport._requests_in_flight
+            ]
+            if idle:
+                _, oldest = min(idle)
+                transport = sessions.pop(oldest)
+                manager._session_owners.pop(oldest, None)
+                transport.idle_scope.cancel()  # its server task ends and terminates it
+                log.info("session cap reached: dropped the least recently used idle session")
+        return admit(requestor)
+
+    manager._admit_session = admit_evicting
+
+
+def close_notification_streams(manager: Any) -> None:
+    """At shutdown: end every session's GET notification stream (the client reconnects
+    elsewhere), so only real requests are waited for."""
+    for transport in list(_sessions(manager).values()):
+        transport.close_standalone_sse_stream()
 
 
 class GuardedH11Protocol(H11Protocol):

@@ -118,9 +118,17 @@ def serve_http(
             self.stopped_by = sig
             if on_stop is not None:
                 on_stop()  # e.g. end the console's live streams so shutdown is not held
+            sessions = getattr(app.state, "mcp_sessions", None)
+            if sessions is not None:
+                close_notification_streams(sessions)  # requests in flight are waited for
             super().handle_exit(sig, frame)
 
-    from workrail.mcp.http_guard import ExhaustionLogOnce, uvicorn_options
+    from workrail.mcp.http_guard import (
+        IN_FLIGHT_GRACE_S,
+        ExhaustionLogOnce,
+        close_notification_streams,
+        uvicorn_options,
+    )
 
     if fence_http:
         app = build_http_app(engine, fence, host, console)
@@ -134,7 +142,7 @@ def serve_http(
         log_config=None,
         log_level=logging.getLevelName(logging.getLogger().level).lower(),
         lifespan="on",
-        timeout_graceful_shutdown=1,
+        timeout_graceful_shutdown=IN_FLIGHT_GRACE_S,
         **uvicorn_options(),
     )
     server = Server(config)
@@ -168,11 +176,14 @@ def _mcp_app(server: MCPServer, host: str) -> Starlette:
     POST answered with plain JSON rather than an event stream. Our tools send nothing
     before their result, and an event stream is cut off the moment the server begins to
     shut down (sse-starlette), where a JSON answer in flight is still delivered."""
-    from workrail.mcp.http_guard import MAX_SESSIONS, SESSION_IDLE_S
+    from workrail.mcp.http_guard import MAX_SESSIONS, SESSION_IDLE_S, evict_idle_at_cap
 
-    return server.streamable_http_app(
+    app = server.streamable_http_app(
         host=host,
         json_response=True,
         session_idle_timeout=SESSION_IDLE_S,
         max_sessions=MAX_SESSIONS,
     )
+    evict_idle_at_cap(server.session_manager)
+    app.state.mcp_sessions = server.session_manager  # for a graceful shutdown
+    return app

@@ -33,6 +33,7 @@ __all__ = [
     "Backend",
     "CandidateQuery",
     "ChangeFeed",
+    "IdleDelete",
     "KeyringStore",
     "LifecycleStore",
     "PageCursor",
@@ -116,6 +117,10 @@ class WriteTxn(Protocol):
     def append(self, plan: AppendPlan) -> Result[AppendOutcome, StoreError]: ...
 
 
+IdleDelete = Literal["deleted", "absent", "active"]
+"""What `delete_idle` did: removed the session, found none, or kept it (written since)."""
+
+
 class SessionStore(Protocol):
     def read(self, session_id: str, fn: Callable[[SessionLog], T]) -> Result[T, StoreError]:
         """Strictly load the session and call `fn` with it. An unknown session loads empty;
@@ -167,6 +172,14 @@ class SessionStore(Protocol):
         writer, so a session being written is never deleted from under its writer: a busy
         session is a retryable `SESSION_LOCKED` and nothing is removed. False when there
         was nothing to delete. Content-addressed data is left for the collector."""
+        ...
+
+    def delete_idle(
+        self, session_id: str, *, idle_before: datetime
+    ) -> Result[IdleDelete, StoreError]:
+        """`delete`, but only when the session was last appended to before `idle_before`,
+        judged while holding its writer (so an append acknowledged before the delete
+        takes the writer is always seen): a session active since is kept ("active")."""
         ...
 
 

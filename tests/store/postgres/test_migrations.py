@@ -65,7 +65,7 @@ def test_reopening_changes_nothing(postgres_url: str) -> None:
 
 
 STATES_VERSION = next(m.version for m in MIGRATIONS if "state_kind" in m.sql)
-"""The migration that added the snapshot state columns (the latest one, so far)."""
+"""The migration that added the snapshot state columns."""
 
 
 def test_a_database_from_before_snapshot_states_answers_them_from_the_bodies(

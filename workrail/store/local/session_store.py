@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Final, Protocol, TypeVar
+from typing import Final, Literal, Protocol, TypeVar
 
 from returns.result import Failure, Result, Success
 
@@ -78,6 +78,7 @@ from workrail.store.ports import (
     AppendOutcome,
     AppendPlan,
     AppendTime,
+    IdleDelete,
     PrefixLoad,
     SessionLog,
 )
@@ -480,8 +481,26 @@ class LocalSessionStore:
 
     def delete(self, session_id: str) -> Result[bool, StoreError]:
         """Rename the directory aside while holding the writer, then remove it."""
+        done = self._delete(session_id, None)
+        if isinstance(done, Failure):
+            return Failure(done.failure())
+        return Success(done.unwrap() == "deleted")
 
-        def remove(session_dir: Path) -> Result[Path, StoreError]:
+    def delete_idle(
+        self, session_id: str, *, idle_before: datetime
+    ) -> Result[IdleDelete, StoreError]:
+        """The manifest's mtime (every append ends by writing it, under the writer) is
+        read again once the writer is held: a session written since is kept."""
+        return self._delete(session_id, idle_before)
+
+    def _delete(
+        self, session_id: str, idle_before: datetime | None
+    ) -> Result[IdleDelete, StoreError]:
+        def remove(session_dir: Path) -> Result[Path | Literal["active"], StoreError]:
+            if idle_before is not None:
+                st = os.lstat(session_dir / MANIFEST)
+                if datetime.fromtimestamp(st.st_mtime, UTC) >= idle_before:
+                    return Success("active")
             trash = session_dir.with_name(
                 f"{TRASH_PREFIX}{session_id}-{secrets.token_hex(4)}"
             )
@@ -498,9 +517,11 @@ class LocalSessionStore:
             return Failure(outcome.failure())
         trash = outcome.unwrap()
         if trash is None:
-            return Success(False)
+            return Success("absent")
+        if trash == "active":
+            return Success("active")
         shutil.rmtree(trash, ignore_errors=True)
-        return Success(True)
+        return Success("deleted")
 
     def sweep_trash(self) -> None:
         """Finish removals a crash interrupted (directories already renamed aside)."""

@@ -10,7 +10,7 @@ import sqlite3
 from pathlib import Path
 from typing import Final
 
-from workrail.store.fsio import open_regular
+from workrail.store.fsio import UnsafePath, open_regular
 
 
 def connect_index(path: Path, *, timeout: float) -> sqlite3.Connection:
@@ -21,6 +21,19 @@ def connect_index(path: Path, *, timeout: float) -> sqlite3.Connection:
     conn.execute("PRAGMA journal_mode=DELETE")
     conn.execute("PRAGMA synchronous=OFF")
     return conn
+
+
+def connect_index_readonly(path: Path, *, timeout: float) -> sqlite3.Connection | None:
+    """The index opened read-only, or None when there is none. Anything but a regular file
+    under that name (a planted FIFO, which SQLite would wait on forever; a link) counts as
+    no index: the caller works from the logs instead."""
+    try:
+        os.close(open_regular(path, os.O_RDONLY))
+    except (UnsafePath, FileNotFoundError, NotADirectoryError):
+        return None
+    return sqlite3.connect(
+        f"file:{path}?mode=ro", uri=True, timeout=timeout, check_same_thread=False
+    )
 
 
 BOOT_ID: Final = Path("/proc/sys/kernel/random/boot_id")

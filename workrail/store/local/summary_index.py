@@ -48,6 +48,7 @@ from workrail.store.local.sqlite_file import (
     boot_id,
     checked_since_boot,
     connect_index,
+    connect_index_readonly,
     discard_index,
 )
 from workrail.store.ports import (
@@ -367,13 +368,11 @@ class LocalSessionQuery:
 
     def _open_readonly(self) -> sqlite3.Connection | None:
         """The index opened read-only when it exists and is of this version."""
-        if not self._path.exists():
-            return None
         try:
-            source = sqlite3.connect(
-                f"file:{self._path}?mode=ro", uri=True, timeout=10.0, check_same_thread=False
-            )
-        except sqlite3.DatabaseError:
+            source = connect_index_readonly(self._path, timeout=10.0)
+        except (sqlite3.DatabaseError, OSError):
+            return None
+        if source is None:
             return None
         meta = dict(_meta(source))
         if meta.get("schema") != str(INDEX_SCHEMA) or meta.get("projection") != str(

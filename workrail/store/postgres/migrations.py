@@ -140,12 +140,43 @@ ALTER TABLE workrail_manifest ADD COLUMN IF NOT EXISTS recorded_at timestamptz;
 ALTER TABLE workrail_manifest ALTER COLUMN recorded_at SET DEFAULT now();
 """
 
+V6 = """
+-- the effect fence, shared by every replica (workrail/fence/postgres_backend.py); written
+-- to replay cleanly over its own result, like migration 4
+CREATE TABLE IF NOT EXISTS workrail_fence_checkpoints (
+    workflow_hash text PRIMARY KEY,
+    record        text NOT NULL,
+    expires_ms    bigint NOT NULL
+);
+CREATE INDEX IF NOT EXISTS workrail_fence_checkpoints_expiry ON workrail_fence_checkpoints (expires_ms);
+
+CREATE TABLE IF NOT EXISTS workrail_fence_budgets (
+    scope        text NOT NULL,
+    window_index bigint NOT NULL,
+    count        integer NOT NULL,
+    PRIMARY KEY (scope, window_index)
+);
+
+CREATE TABLE IF NOT EXISTS workrail_fence_replays (
+    key        text PRIMARY KEY,
+    reply      text NOT NULL,
+    expires_ms bigint NOT NULL
+);
+CREATE INDEX IF NOT EXISTS workrail_fence_replays_expiry ON workrail_fence_replays (expires_ms);
+
+CREATE TABLE IF NOT EXISTS workrail_fence_settings (
+    name  text PRIMARY KEY,
+    value text NOT NULL
+);
+"""
+
 MIGRATIONS: Final = (
     Migration(1, "sessions, events, manifest, snapshots, pinned workflows, keyring", V1),
     Migration(2, "session summaries and lifecycle; when content was last stored", V2),
     Migration(3, "each snapshot's engine state and pending step, recorded when stored", V3),
     Migration(4, "corpus terms as rows, so an append writes only the terms that changed", V4),
     Migration(5, "when each append was committed, for per-step timings", V5),
+    Migration(6, "the effect fence's checkpoints, budgets, replies and settings", V6),
 )
 
 LATEST: Final = MIGRATIONS[-1].version

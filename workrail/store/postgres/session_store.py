@@ -55,6 +55,7 @@ from workrail.store.ports import (
     AppendOutcome,
     AppendPlan,
     AppendTime,
+    IdleDelete,
     PrefixLoad,
     SessionLog,
 )
@@ -364,19 +365,41 @@ class PostgresSessionStore:
 
     def delete(self, session_id: str) -> Result[bool, StoreError]:
         """Every row of the session, in one transaction holding its writer lock."""
+        done = self._delete(session_id, None)
+        if isinstance(done, Failure):
+            return Failure(done.failure())
+        return Success(done.unwrap() == "deleted")
 
-        def remove(conn: Connection) -> Result[bool, StoreError]:
+    def delete_idle(
+        self, session_id: str, *, idle_before: datetime
+    ) -> Result[IdleDelete, StoreError]:
+        """Its last activity is read again in the deleting transaction, after the writer
+        lock is taken (so every append that committed before is seen): one written since
+        is kept."""
+        return self._delete(session_id, idle_before)
+
+    def _delete(
+        self, session_id: str, idle_before: datetime | None
+    ) -> Result[IdleDelete, StoreError]:
+        def remove(conn: Connection) -> Result[IdleDelete, StoreError]:
+            if idle_before is not None:
+                row = conn.execute(
+                    "SELECT last_activity < %s FROM workrail_sessions WHERE session_id = %s",
+                    (idle_before, session_id),
+                ).fetchone()
+                if row is None or not row[0]:
+                    return Success("active")
             for table in ("workrail_events", "workrail_manifest"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id = %s", (session_id,))
             conn.execute("DELETE FROM workrail_sessions WHERE session_id = %s", (session_id,))
             conn.execute("SELECT pg_notify(%s, %s)", (NOTIFY_CHANNEL, session_id))
-            return Success(True)
+            return Success("deleted")
 
         removed = self.exclusive(session_id, remove)
         self._forget(session_id)
         if isinstance(removed, Failure):
             return Failure(removed.failure())
-        return Success(bool(removed.unwrap()))
+        return Success(removed.unwrap() or "absent")
 
     def _transaction(
         self, conn: Connection, session_id: str, fn: Callable[[_Txn], Result[T, E]]

@@ -78,6 +78,16 @@ def test_memory_is_the_store_when_asked_for_by_url() -> None:
     assert not files.uses_memory and files.store_label == str(files.data_dir)
 
 
+def test_the_fence_follows_only_a_postgresql_store() -> None:
+    """A memory (or files) store keeps the fence in the data directory's SQLite; only a
+    PostgreSQL store, shared by replicas, is also where the fence lives by default."""
+    memory = load_config({"WORKRAIL_STORE_URL": "memory://"}, home=HOME, cwd=CWD).unwrap()
+    assert memory.fence_url is None
+    url = "postgresql://u@h/db"
+    shared = load_config({"WORKRAIL_STORE_URL": url}, home=HOME, cwd=CWD).unwrap()
+    assert shared.fence_url == url
+
+
 def test_no_module_writes_the_process_environment() -> None:
     """Configuration travels in the config object, never through os.environ."""
     offenders = []

@@ -98,7 +98,7 @@ class WorkrailConfig:
         if self.fence.url == "sqlite":
             return None
         if self.fence.url is None:
-            return self.store_url
+            return self.store_url if self.uses_postgres else None
         return self.fence.url
 
     @property

@@ -204,9 +204,8 @@ class ScriptedAgent:
             arguments["context"] = dict(context)
         if workspace_path is not None:
             arguments["workspacePath"] = workspace_path
-        answer = await self.call(run, "start_workflow", arguments)
-        if run.turns[-1].is_error:
-            raise AgentStuck(f"start_workflow failed: {json.dumps(answer)}")
+        # A start that needs a context value answers as an advance does: supply it.
+        answer = await self._send(run, {"tool": "start_workflow", "params": arguments}, Output())
         visits: dict[str, int] = {}
         retries = 0
         while True:
@@ -328,9 +327,10 @@ async def workrail_client(
 ) -> AsyncIterator[Client]:
     """The MCP server `workrail mcp` builds, over a fresh data directory under `tmp`,
     serving the workflows of `workflow_dirs` (and the bundled ones if asked)."""
-    async with workrail_server(
-        tmp, workflow_dirs, include_bundled=include_bundled, env=env
-    ) as (client, _engine):
+    async with workrail_server(tmp, workflow_dirs, include_bundled=include_bundled, env=env) as (
+        client,
+        _engine,
+    ):
         yield client
 
 

@@ -120,3 +120,14 @@ async def test_an_agent_that_cannot_comply_says_where_it_is_stuck(tmp_path: Path
         agent = ScriptedAgent(client, scripted({"collect": Output(notes="no")}), max_retries=2)
         with pytest.raises(AgentStuck, match="collect"):
             await agent.run("agent-probe")
+
+
+async def test_a_start_that_needs_a_value_is_sent_again_with_it(tmp_path: Path) -> None:
+    def supply(missing: dict[str, object]) -> object:
+        assert missing["key"] == "items"
+        return ["one", "two"]
+
+    async with workrail_client(tmp_path, [FIXTURES]) as client:
+        run = await ScriptedAgent(client, supply=supply).run("agent-start-needs")
+    assert run.complete and run.steps == ["work", "work"]
+    assert run.turns[0].is_error and run.turns[1].tool == "start_workflow"

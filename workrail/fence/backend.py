@@ -64,6 +64,14 @@ class StoredReply:
     status: int
     body: dict[str, Any]
 
+    def doc(self) -> dict[str, Any]:
+        """The JSON object every backend stores (one shape, so a reply reads back alike)."""
+        return {"request": self.request, "status": self.status, "body": self.body}
+
+    @classmethod
+    def from_doc(cls, doc: dict[str, Any]) -> StoredReply:
+        return cls(request=doc["request"], status=doc["status"], body=doc["body"])
+
 
 class FenceBackend(Protocol):
     name: str

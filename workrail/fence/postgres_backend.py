@@ -215,11 +215,10 @@ class PostgresFenceBackend:
             ).fetchone()
         if row is None:
             return None
-        doc = json.loads(row[0])
-        return StoredReply(request=doc["request"], status=doc["status"], body=doc["body"])
+        return StoredReply.from_doc(json.loads(row[0]))
 
     def remember(self, key: str, reply: StoredReply, now_ms: int) -> None:
-        doc = json.dumps({"request": reply.request, "status": reply.status, "body": reply.body})
+        doc = json.dumps(reply.doc())
         with self._transaction() as conn:
             conn.execute("DELETE FROM workrail_fence_replays WHERE expires_ms <= %s", (now_ms,))
             conn.execute(

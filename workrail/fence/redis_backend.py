@@ -171,15 +171,10 @@ class RedisBackend:
         doc = json.loads(raw)
         if doc["expires_ms"] <= now_ms:
             return None
-        return StoredReply(request=doc["request"], status=doc["status"], body=doc["body"])
+        return StoredReply.from_doc(doc)
 
     def remember(self, key: str, reply: StoredReply, now_ms: int) -> None:
-        doc = {
-            "request": reply.request,
-            "status": reply.status,
-            "body": reply.body,
-            "expires_ms": now_ms + REPLAY_RETENTION_MS,
-        }
+        doc = {**reply.doc(), "expires_ms": now_ms + REPLAY_RETENTION_MS}
         with _answering():
             self._client.set(
                 self._key("replay", key), json.dumps(doc), px=REPLAY_RETENTION_MS, nx=True

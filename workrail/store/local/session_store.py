@@ -28,7 +28,7 @@ import shutil
 import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Final, Literal, Protocol, TypeVar
@@ -56,8 +56,7 @@ from workrail.core.log_reader import (
     pins_of,
 )
 from workrail.core.manifest import ManifestRecord, SegmentClosed, SnapshotPinned, segment_rel_path
-from workrail.core.session_index import ProjectionError, SessionIndex
-from workrail.core.summary_accumulator import SummaryAccumulator
+from workrail.core.session_index import ProjectionError
 from workrail.store.errors import StoreError, io_error
 from workrail.store.fsio import (
     UnsafePath,
@@ -73,6 +72,7 @@ from workrail.store.gc_pause import collector_paused
 from workrail.store.local.layout import Layout, UnsafeReference
 from workrail.store.local.lock import SessionLockRegistry, WriterLock
 from workrail.store.local.session_cache import SessionCache
+from workrail.store.log_state import LogState
 from workrail.store.ports import (
     LIST_PAGE_MAX,
     AppendOutcome,
@@ -128,8 +128,9 @@ class CommitObserver(Protocol):
 
 
 @dataclass
-class _Entry:
-    """Cached validated state of one session, plus the manifest identity it was read from."""
+class _Entry(LogState):
+    """Cached validated state of one session (the log state every store keeps), plus the
+    manifest identity it was read from."""
 
     ino: int = -1
     dev: int = -1
@@ -137,15 +138,6 @@ class _Entry:
     mtime_ns: int = 0
     consumed: int = 0  # manifest bytes that hold accepted records
     torn: bool = False  # bytes after `consumed` exist: an unacknowledged, interrupted append
-    events: list[DomainEvent] = field(default_factory=list)
-    manifest: list[ManifestRecord] = field(default_factory=list)
-    index: SessionIndex = field(default_factory=SessionIndex)
-    summary: SummaryAccumulator = field(default_factory=SummaryAccumulator)
-    pins: set[tuple[int, str, str]] = field(default_factory=set)
-    last_segment: SegmentClosed | None = None
-
-    def view(self, session_id: str) -> SessionLog:
-        return SessionLog(session_id, self.events, self.manifest, self.index, self.summary)
 
     @property
     def event_count(self) -> int:

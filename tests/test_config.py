@@ -63,7 +63,10 @@ def test_a_bad_store_url_never_echoes_its_password() -> None:
 
 def test_files_are_the_store_when_asked_by_name() -> None:
     for value in ("", "files", "file"):
-        assert load_config({"WORKRAIL_STORE_URL": value}, home=HOME, cwd=CWD).unwrap().store_url is None
+        assert (
+            load_config({"WORKRAIL_STORE_URL": value}, home=HOME, cwd=CWD).unwrap().store_url
+            is None
+        )
 
 
 def test_memory_is_the_store_when_asked_for_by_url() -> None:
@@ -102,6 +105,11 @@ def test_no_module_writes_the_process_environment() -> None:
                     offenders.append(f"{path}:{getattr(node, 'lineno', '?')}")
             if isinstance(node, ast.Call):
                 name = ast.unparse(node.func)
-                if name in ("os.putenv", "os.environ.update", "os.environ.setdefault", "os.unsetenv"):
+                if name in (
+                    "os.putenv",
+                    "os.environ.update",
+                    "os.environ.setdefault",
+                    "os.unsetenv",
+                ):
                     offenders.append(f"{path}:{node.lineno}")
     assert offenders == []

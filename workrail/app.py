@@ -146,7 +146,13 @@ StartupCode = Literal[
 ]
 """Every code start-up can fail with (each in the catalogue, workrail/core/errors.py)."""
 _KEYRING_CODES: Final[frozenset[str]] = frozenset(
-    {"KEYRING_CORRUPT", "KEYRING_IO_ERROR", "KEYRING_INSECURE", "STORAGE_FAULT", "STORE_UNAVAILABLE"}
+    {
+        "KEYRING_CORRUPT",
+        "KEYRING_IO_ERROR",
+        "KEYRING_INSECURE",
+        "STORAGE_FAULT",
+        "STORE_UNAVAILABLE",
+    }
 )
 
 

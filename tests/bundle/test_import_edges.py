@@ -32,7 +32,9 @@ def test_salvage_bundle_imports_its_prefix(reference_data: Path, data_dir: Path)
     segment.write_bytes(segment.read_bytes()[:-2] + b"x\n")
     bundle = export(LocalBackend.open(reference_data), PROBE)
     assert bundle.salvage is not None
-    result = import_bundle(LocalBackend.open(data_dir), bundle_bytes(bundle), mint_session_id=fresh_session_id).unwrap()
+    result = import_bundle(
+        LocalBackend.open(data_dir), bundle_bytes(bundle), mint_session_id=fresh_session_id
+    ).unwrap()
     assert result.salvage == bundle.salvage
     assert LocalBackend.open(data_dir).sessions.health(PROBE).unwrap().is_healthy
     assert truth(export(LocalBackend.open(data_dir), PROBE)) == truth(bundle)
@@ -53,7 +55,9 @@ class _RacingSessions:
         if session_id == self._claim and not self.claimed:
             self.claimed = True
             raw = bundle_bytes(export(LocalBackend.open(self._source), PROBE))
-            other = import_bundle(LocalBackend.open(self._target), raw, mint_session_id=fresh_session_id)
+            other = import_bundle(
+                LocalBackend.open(self._target), raw, mint_session_id=fresh_session_id
+            )
             assert isinstance(other, Success)
         written: Result[Any, Any] = self._inner.write(session_id, fn)
         return written

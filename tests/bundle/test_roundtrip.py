@@ -38,7 +38,9 @@ def test_import_into_empty_dir_keeps_id_and_rebuilds_identical_files(
     reference_data: Path, data_dir: Path, sid: str
 ) -> None:
     raw = bundle_bytes(export(LocalBackend.open(reference_data), sid))
-    result = import_bundle(LocalBackend.open(data_dir), raw, mint_session_id=fresh_session_id).unwrap()
+    result = import_bundle(
+        LocalBackend.open(data_dir), raw, mint_session_id=fresh_session_id
+    ).unwrap()
     assert result.session_id == sid
     assert result.renamed is False
     # same append plans → the reference's manifest and segments, byte for byte
@@ -98,7 +100,11 @@ def test_import_reports_runs_and_preferred_tips(reference_data: Path, data_dir: 
                 for r, info in log.index.runs.items()
             },
         ).unwrap()
-        result = import_bundle(LocalBackend.open(data_dir), bundle_bytes(export(source, sid)), mint_session_id=fresh_session_id)
+        result = import_bundle(
+            LocalBackend.open(data_dir),
+            bundle_bytes(export(source, sid)),
+            mint_session_id=fresh_session_id,
+        )
         runs = {r.run_id: (r.preferred_tip_node_id, r.workflow_hash) for r in result.unwrap().runs}
         assert runs == expected
         assert json.loads(json.dumps(result.unwrap().to_json()))["runs"]
@@ -152,7 +158,9 @@ def test_continuing_after_import_gives_the_same_next_step(
     source = LocalBackend.open(reference_data)
     raw = bundle_bytes(export(source, sid))
     renamed = import_bundle(source, raw, mint_session_id=fresh_session_id).unwrap()
-    fresh = import_bundle(LocalBackend.open(data_dir), raw, mint_session_id=fresh_session_id).unwrap()
+    fresh = import_bundle(
+        LocalBackend.open(data_dir), raw, mint_session_id=fresh_session_id
+    ).unwrap()
     expected = _next_step(source, sid)
     assert expected and all(step[3] in ("Advanced", "Blocked") for step in expected)
     assert _next_step(source, renamed.session_id) == expected
@@ -163,7 +171,9 @@ def test_checkpoints_survive_the_round_trip(reference_data: Path, data_dir: Path
     source = LocalBackend.open(reference_data)
     for sid in SESSIONS:
         raw = bundle_bytes(export(source, sid))
-        result = import_bundle(LocalBackend.open(data_dir), raw, mint_session_id=fresh_session_id).unwrap()
+        result = import_bundle(
+            LocalBackend.open(data_dir), raw, mint_session_id=fresh_session_id
+        ).unwrap()
 
         def checkpoints(log: Any) -> list[str]:
             return [
@@ -207,7 +217,9 @@ def test_failed_import_writes_nothing(reference_data: Path) -> None:
     position = raw.index(b'"eventIndex":7')
     raw[position + len(b'"eventIndex":')] = ord("8")
     before = tree_fingerprint(reference_data)
-    result = import_bundle(LocalBackend.open(reference_data), bytes(raw), mint_session_id=fresh_session_id)
+    result = import_bundle(
+        LocalBackend.open(reference_data), bytes(raw), mint_session_id=fresh_session_id
+    )
     assert isinstance(result, Failure)
     assert result.failure().code.startswith("BUNDLE_")
     assert tree_fingerprint(reference_data) == before

@@ -410,7 +410,12 @@ def test_too_large_is_refused_before_parsing(good: dict[str, Any], shared_data: 
     reference_data = shared_data
     raw = encode(good)
     before = tree_fingerprint(reference_data)
-    result = import_bundle(LocalBackend.open(reference_data), raw, max_bytes=len(raw) - 1, mint_session_id=fresh_session_id)
+    result = import_bundle(
+        LocalBackend.open(reference_data),
+        raw,
+        max_bytes=len(raw) - 1,
+        mint_session_id=fresh_session_id,
+    )
     assert isinstance(result, Failure)
     assert result.failure().code == "BUNDLE_TOO_LARGE"
     assert result.failure().details == {"limit": len(raw) - 1, "size": len(raw)}

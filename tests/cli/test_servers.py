@@ -54,9 +54,9 @@ class Terminal:
 
 
 @contextmanager
-def on_a_terminal(data_dir: Path, *args: str, stdin_tty: bool) -> Iterator[
-    tuple[subprocess.Popen[bytes], Terminal]
-]:
+def on_a_terminal(
+    data_dir: Path, *args: str, stdin_tty: bool
+) -> Iterator[tuple[subprocess.Popen[bytes], Terminal]]:
     master, slave = pty.openpty()
     env = {**server_env(data_dir), "WORKRAIL_LOG_LEVEL": "WARNING"}
     proc = subprocess.Popen(
@@ -95,9 +95,7 @@ def _ctrl_c(proc: subprocess.Popen[bytes]) -> float:
 
 
 @pytest.mark.parametrize("stdin_tty", [True, False], ids=["stdin-terminal", "stdin-pipe"])
-def test_mcp_on_stdio_says_it_is_ready_and_stops_at_ctrl_c(
-    data_dir: Path, stdin_tty: bool
-) -> None:
+def test_mcp_on_stdio_says_it_is_ready_and_stops_at_ctrl_c(data_dir: Path, stdin_tty: bool) -> None:
     with on_a_terminal(data_dir, "mcp", stdin_tty=stdin_tty) as (proc, terminal):
         ready = terminal.wait_for_line(proc)
         assert ready.startswith("workrail mcp ") and "ready on stdio" in ready

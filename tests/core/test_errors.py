@@ -103,7 +103,11 @@ def test_docs_table_is_the_catalogue() -> None:
         extra = [row for row in have if row not in want]
         assert not missing and not extra, (
             f"docs/errors.md, table under '### {title}', must list the catalogue exactly.\n"
-            + ("Add (or replace the old row with):\n" + "\n".join(missing) + "\n" if missing else "")
+            + (
+                "Add (or replace the old row with):\n" + "\n".join(missing) + "\n"
+                if missing
+                else ""
+            )
             + ("Remove:\n" + "\n".join(extra) if extra else "")
         )
         assert have == want, f"docs/errors.md '### {title}': rows out of the catalogue's order"

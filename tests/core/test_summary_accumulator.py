@@ -116,8 +116,11 @@ class Grown:
         self.add(
             "advance_recorded",
             dedupe.advance_recorded(self.sess, parent, attempt),
-            {"attemptId": attempt, "intent": "ack_pending", "outcome": {"kind": "advanced",
-                                                                          "toNodeId": "x"}},
+            {
+                "attemptId": attempt,
+                "intent": "ack_pending",
+                "outcome": {"kind": "advanced", "toNodeId": "x"},
+            },
             {"runId": run, "nodeId": parent},
         )
         self.node(run, parent, kind, edge=edge)
@@ -195,8 +198,11 @@ class Grown:
         self.add(
             "observation_recorded",
             dedupe.observation_recorded(self.sess, key) + f":{len(self.events)}",
-            {"key": key, "value": {"type": "short_string", "value": f"v{pick}"},
-             "confidence": "high"},
+            {
+                "key": key,
+                "value": {"type": "short_string", "value": f"v{pick}"},
+                "confidence": "high",
+            },
             None,
         )
 
@@ -229,10 +235,12 @@ def incremental(acc: SummaryAccumulator, facts: SessionFacts) -> SessionSummary:
 
 
 text = st.builds(
-    lambda words, repeat, head: ((f"# {head}\n" if head else "") + " ".join(words) * repeat)[
-        :2000  # notes are at most 4 KiB
-    ]
-    or "—",
+    lambda words, repeat, head: (
+        ((f"# {head}\n" if head else "") + " ".join(words) * repeat)[
+            :2000  # notes are at most 4 KiB
+        ]
+        or "—"
+    ),
     st.lists(st.sampled_from(WORDS), min_size=0, max_size=6),
     st.sampled_from([1, 1, 1, 2, 40, 700]),
     st.sampled_from(["", "Heading", "   "]),
@@ -240,9 +248,24 @@ text = st.builds(
 op = st.tuples(
     st.sampled_from(
         [
-            "advance", "advance", "advance", "advance", "notes", "notes", "notes", "start",
-            "context", "gap", "resolve", "autonomy", "observe", "blocked", "no_edge",
-            "checkpoint", "supersede", "summarize",
+            "advance",
+            "advance",
+            "advance",
+            "advance",
+            "notes",
+            "notes",
+            "notes",
+            "start",
+            "context",
+            "gap",
+            "resolve",
+            "autonomy",
+            "observe",
+            "blocked",
+            "no_edge",
+            "checkpoint",
+            "supersede",
+            "summarize",
         ]
     ),
     st.integers(0, 1_000),

@@ -30,7 +30,9 @@ def _mid_run(engine: Engine) -> tuple[str, dict[str, Any], bytes]:
 
 
 def _import(engine: Engine, raw: bytes) -> ImportResult:
-    result: ImportResult = import_bundle(engine.deps, raw, mint_session_id=fresh_session_id).unwrap()
+    result: ImportResult = import_bundle(
+        engine.deps, raw, mint_session_id=fresh_session_id
+    ).unwrap()
     return result
 
 

@@ -179,7 +179,8 @@ def _rpc(
     port: int,
     method: str,
     params: Mapping[str, object],
-    session: str | None = None, rid: int = 1,
+    session: str | None = None,
+    rid: int = 1,
 ) -> tuple[int, str | None, bytes]:
     headers = {
         "Host": f"127.0.0.1:{port}",

@@ -490,6 +490,11 @@ async def test_an_invalid_workflow_is_answered_as_invalid_not_unknown(tmp_path: 
         assert listed["broken-flow"]["problems"] == found["problemCount"]
         assert listed["broken-flow"]["path"] == str(broken)
         assert set(listed["probe-flow"]) == {
-            "workflowId", "name", "description", "version", "kind", "workflowHash"
+            "workflowId",
+            "name",
+            "description",
+            "version",
+            "kind",
+            "workflowHash",
         }
         await fail(client, "start_workflow", {"workflowId": "no-such-flow"}, "NOT_FOUND")

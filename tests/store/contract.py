@@ -553,6 +553,7 @@ class BackendContract:
         order = [s for s in listed if s in set(sids) | {val}]
         stamps = [listed[s].last_activity for s in order]
         assert stamps == sorted(stamps, reverse=True)
+
         def only(**kw: Any) -> set[str]:
             page = backend.query.page(SessionFilter(**kw), limit=500).unwrap()
             return {s.session_id for s in page.summaries}
@@ -636,6 +637,7 @@ class BackendContract:
         engine = engine_over(backend)
         r = engine.start_workflow("probe-flow", {"goal": "refactor the tokenizer"}).unwrap()
         sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
+
         def found(q: CandidateQuery) -> set[str]:
             return {s.session_id for s in backend.query.candidates(q).unwrap()}
 
@@ -783,7 +785,6 @@ class BackendContract:
         assert backend.snapshots.states([ref]).unwrap() == {ref: snapshot_state(raw)}
         assert reopen_backend().snapshots.delete(ref, stored_before=_later()).unwrap() is True
         assert backend.snapshots.states([ref]).unwrap() == {}
-
 
     def test_content_stored_since_the_cutoff_is_not_deleted(self, backend: Any) -> None:
         for store in (backend.snapshots, backend.pinned):
@@ -1037,7 +1038,9 @@ def _play(backend: Any, sequence: list[tuple[str, int, str]]) -> None:
                 app_version="test",
             )
             if isinstance(exported, Success):
-                imported = import_bundle(backend, bundle_bytes(exported.unwrap()), mint_session_id=fresh_session_id).unwrap()
+                imported = import_bundle(
+                    backend, bundle_bytes(exported.unwrap()), mint_session_id=fresh_session_id
+                ).unwrap()
                 runs = tokens_for_import(engine, imported)["runs"]
                 first = runs[0] if runs and "error" not in runs[0] else {}
                 live.append({"sid": imported.session_id, "first": first, "last": first})

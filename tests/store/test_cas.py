@@ -86,7 +86,9 @@ def test_refs_are_listed_in_order_and_deleted(data_dir: Path, which: str) -> Non
     assert store.delete(refs[0], stored_before=later).unwrap() is False
     assert store.get(refs[0]).unwrap() is None
     assert [r.ref for r in store.list_refs().unwrap()] == refs[1:]
-    assert store.delete("../../etc/passwd", stored_before=later).failure().code == "INVALID_REFERENCE"
+    assert (
+        store.delete("../../etc/passwd", stored_before=later).failure().code == "INVALID_REFERENCE"
+    )
 
 
 def test_get_round_trips(data_dir: Path, which: str) -> None:

@@ -55,6 +55,4 @@ def test_threads_sharing_one_cache_keep_it_consistent() -> None:
     for thread in threads:
         thread.join(timeout=60)
     assert len(cache) <= 20 and 0 <= cache.held_bytes <= 500
-    assert cache.held_bytes == sum(
-        size for _, size in cache._items.values()
-    )
+    assert cache.held_bytes == sum(size for _, size in cache._items.values())

@@ -147,9 +147,7 @@ def test_a_new_session_under_a_planted_directory_symlink_writes_nothing_there(
     assert list(elsewhere.iterdir()) == []
 
 
-def test_a_snapshots_directory_symlink_receives_no_snapshot(
-    data_dir: Path, tmp_path: Path
-) -> None:
+def test_a_snapshots_directory_symlink_receives_no_snapshot(data_dir: Path, tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere-snapshots"
     elsewhere.mkdir()
     (data_dir / "snapshots").symlink_to(elsewhere, target_is_directory=True)
@@ -173,7 +171,9 @@ def test_a_symlink_under_a_snapshot_name_is_refused_on_read_and_replaced_on_writ
     got = fresh.get(ref)
     assert isinstance(got, Failure) and "symbolic link" in got.failure().message
     assert fresh.put(value).unwrap() == ref
-    assert not path.is_symlink() and LocalBackend.open(data_dir).snapshots.get(ref).unwrap() == value
+    assert (
+        not path.is_symlink() and LocalBackend.open(data_dir).snapshots.get(ref).unwrap() == value
+    )
     assert outside.read_bytes() == OUTSIDE_BYTES
 
 
@@ -276,7 +276,9 @@ def test_workrail_sessions_lists_every_session_despite_fifos_and_directories(
     listed = json.loads(done.stdout)
     rows = listed["sessions"] if isinstance(listed, dict) else listed
     health = {
-        row["sessionId"]: row["health"]["kind"] if isinstance(row["health"], dict) else row["health"]
+        row["sessionId"]: row["health"]["kind"]
+        if isinstance(row["health"], dict)
+        else row["health"]
         for row in rows
     }
     assert health == {

@@ -142,7 +142,10 @@ def indexed_rows(backend: LocalBackend) -> dict[str, dict[str, Any]]:
         runs = conn.execute("SELECT run_id, session_id FROM runs").fetchall()
     finally:
         conn.close()
-    out = {sid: {"identity": ident, "record": json.loads(rec), "corpus": text} for sid, ident, rec, text in rows}
+    out = {
+        sid: {"identity": ident, "record": json.loads(rec), "corpus": text}
+        for sid, ident, rec, text in rows
+    }
     for run_id, sid in runs:
         out.setdefault(sid, {}).setdefault("runs", []).append(run_id)
     for entry in out.values():

@@ -71,7 +71,12 @@ def _keyring(data_dir: Path) -> Path:
 
 @pytest.mark.parametrize(
     "how",
-    ["readable by others", "readable by group", "owned by another user", "keys/ writable by others"],
+    [
+        "readable by others",
+        "readable by group",
+        "owned by another user",
+        "keys/ writable by others",
+    ],
 )
 def test_a_keyring_others_can_read_or_change_is_refused(data_dir: Path, how: str) -> None:
     path = _keyring(data_dir)
@@ -87,7 +92,9 @@ def test_a_keyring_others_can_read_or_change_is_refused(data_dir: Path, how: str
     failed = LocalBackend.open(data_dir).keyring.load()
     assert isinstance(failed, Failure)
     assert failed.failure().code == "KEYRING_INSECURE"
-    assert str(path if how != "keys/ writable by others" else path.parent) in failed.failure().message
+    assert (
+        str(path if how != "keys/ writable by others" else path.parent) in failed.failure().message
+    )
     assert LocalBackend.open(data_dir).keyring.rotate().failure().code == "KEYRING_INSECURE"
     assert path.read_bytes() == before  # never rewritten
 
@@ -131,9 +138,7 @@ def test_allowing_insecure_keys_warns_in_the_log(
 
 
 @pytest.mark.parametrize("how", ["readable by others", "owned by another user"])
-def test_a_fence_key_others_can_read_or_change_disables_the_fence(
-    data_dir: Path, how: str
-) -> None:
+def test_a_fence_key_others_can_read_or_change_disables_the_fence(data_dir: Path, how: str) -> None:
     config = load_config({"WORKRAIL_DATA_DIR": str(data_dir)}).unwrap()
     open_fence(config).unwrap().close()
     path = fence_key_path(data_dir)

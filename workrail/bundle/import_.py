@@ -263,9 +263,7 @@ def _put_all(
             details: dict[str, Any] = {"storeCode": problem.code}
             if problem.retryable:
                 details["retryable"] = True
-            return BundleError(
-                code, f"Cannot store {noun} {ref}: {problem.message}", ref, details
-            )
+            return BundleError(code, f"Cannot store {noun} {ref}: {problem.message}", ref, details)
         stored = put.unwrap()
         if stored != ref:
             return BundleError(code, f"{noun.capitalize()} {ref} was stored as {stored}", ref)

@@ -153,15 +153,17 @@ def main(
         args, extras = parser.parse_known_args(given)
     except CliExit as stop:  # a command that reports bad arguments as an envelope
         bare = argparse.Namespace(json="--json" in given)
-        return Cli(bare, os.environ if env is None else env, out or sys.stdout, err or sys.stderr).fail(
-            stop.envelope
-        )
+        return Cli(
+            bare, os.environ if env is None else env, out or sys.stdout, err or sys.stderr
+        ).fail(stop.envelope)
     if extras:
         if getattr(args, "command", None) == "sessions":
             # Our own envelope, with a did-you-mean, instead of argparse's usage text.
             from workrail.cli import sessions
 
-            cli = Cli(args, os.environ if env is None else env, out or sys.stdout, err or sys.stderr)
+            cli = Cli(
+                args, os.environ if env is None else env, out or sys.stdout, err or sys.stderr
+            )
             return cli.fail(sessions.unknown_arguments(_sessions_parser(parser), extras))
         parser.error(f"unrecognized arguments: {' '.join(extras)}")
     if args.command is None:
@@ -185,4 +187,3 @@ def main(
         return 0
     finally:
         cli.close()
-

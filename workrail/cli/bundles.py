@@ -33,7 +33,9 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         help="export a session as a bundle",
         description="Write one session's durable truth as a JSON bundle (no tokens).",
     )
-    export.add_argument("session_id", metavar="SESSION", help="a session id or a unique start of one")
+    export.add_argument(
+        "session_id", metavar="SESSION", help="a session id or a unique start of one"
+    )
     export.add_argument(
         "-o", "--output", metavar="FILE", help="write the bundle here (default: stdout)"
     )
@@ -49,8 +51,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     imp.add_argument(
         "--copy",
         action="store_true",
-        help="import even when this store already holds the session: a second copy under "
-        "a new id",
+        help="import even when this store already holds the session: a second copy under a new id",
     )
     imp.set_defaults(handler=run_import)
 
@@ -201,10 +202,7 @@ def run_import(cli: Cli, stdin: Any = None) -> int:
 def _next_steps(session_id: str) -> str:
     """What a person does with an imported session (tokens are for agents: `--json`)."""
     call = json.dumps({"tool": "resume_session", "params": {"sessionId": session_id}})
-    return (
-        f"See it: workrail sessions show {session_id}\n"
-        f"Continue it: an agent calls {call}\n"
-    )
+    return f"See it: workrail sessions show {session_id}\nContinue it: an agent calls {call}\n"
 
 
 def _already_imported(cli: Cli, session_id: str) -> int:
@@ -221,8 +219,7 @@ def _already_imported(cli: Cli, session_id: str) -> int:
         return 0
     cli.out.write(
         f"This bundle is already imported as {session_id}; nothing was written. "
-        "Add --copy to import a second copy under a new session id.\n"
-        + _next_steps(session_id)
+        "Add --copy to import a second copy under a new session id.\n" + _next_steps(session_id)
     )
     return 0
 

@@ -40,9 +40,7 @@ def run_rotate(cli: Cli) -> int:
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
-    keys = subparsers.add_parser(
-        "keys", parents=[common], help="manage the token signing keyring"
-    )
+    keys = subparsers.add_parser("keys", parents=[common], help="manage the token signing keyring")
     nested = keys.add_subparsers(dest="keys_command", metavar="COMMAND", required=True)
     rotate = nested.add_parser(
         "rotate", parents=[common], help="make a fresh current key; keep one previous"

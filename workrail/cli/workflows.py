@@ -53,7 +53,9 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     validate.set_defaults(handler=lambda cli: run_validate(cli.args, cli.out, cli.as_json))
 
     workflows = subparsers.add_parser(
-        "workflows", parents=[common], help="list or show available workflows",
+        "workflows",
+        parents=[common],
+        help="list or show available workflows",
         description="List workflows.",
     )
     workflows.set_defaults(
@@ -79,7 +81,10 @@ def run_validate(args: argparse.Namespace, out: TextIO, as_json: bool) -> int:
     bundled = bundled_workflows_dir()
     results: list[LoadedWorkflow | InvalidWorkflow] = []
     missing: list[str] = []
-    library = [*(getattr(args, "global_library", None) or ()), *(getattr(args, "library", None) or ())]
+    library = [
+        *(getattr(args, "global_library", None) or ()),
+        *(getattr(args, "library", None) or ()),
+    ]
     named = [(p, False) for p in args.paths] + [(p, True) for p in library]
     if not named:
         out.write("Nothing to validate: name workflow files or directories (PATH or --library).\n")
@@ -208,9 +213,7 @@ def _validation_json(r: LoadedWorkflow | InvalidWorkflow) -> dict[str, Any]:
 # --- workflows ----------------------------------------------------------------------------
 
 
-def run_list(
-    args: argparse.Namespace, out: TextIO, config: DiscoveryConfig, as_json: bool
-) -> int:
+def run_list(args: argparse.Namespace, out: TextIO, config: DiscoveryConfig, as_json: bool) -> int:
     catalog = discover(config)
     if as_json:
         out.write(json.dumps(_catalog_json(catalog), indent=2, ensure_ascii=False) + "\n")

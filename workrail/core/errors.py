@@ -179,8 +179,7 @@ CATALOG: Final[Mapping[str, CodeSpec]] = {
     ),
     "TOKEN_SESSION_LOCKED": _engine(
         409,
-        "Retry in 1–3 seconds; if this persists >10s, ensure no other WorkRail process is "
-        "running.",
+        "Retry in 1–3 seconds; if this persists >10s, ensure no other WorkRail process is running.",
         retry=retry_after_ms(LOCK_RETRY_MS),
     ),
     "SESSION_NOT_HEALTHY": _engine(
@@ -386,6 +385,4 @@ def markdown_row(code: str, spec: CodeSpec) -> str:
     """One row of docs/errors.md's table, exactly as the docs must hold it."""
     fault = "input" if spec.input_fault else "operation"
     suggestion = spec.suggestion.replace("|", "\\|")
-    return (
-        f"| `{code}` | {spec.retry.describe()} | {spec.http_status} | {fault} | {suggestion} |"
-    )
+    return f"| `{code}` | {spec.retry.describe()} | {spec.http_status} | {fault} | {suggestion} |"

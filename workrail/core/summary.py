@@ -64,6 +64,7 @@ def status_word(text: str) -> RunStatus | None:
             return status
     return STATUS_ALIASES.get(word)
 
+
 TITLE_KEYS: Final = (
     "goal",
     "taskDescription",

@@ -19,9 +19,7 @@ from urllib.parse import unquote
 MASK: Final = "***"
 SECRET_KEYS: Final = frozenset({"password", "sslpassword"})
 
-_CONNINFO_SECRET: Final = re.compile(
-    r"(?i)(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'?|\S*)"
-)
+_CONNINFO_SECRET: Final = re.compile(r"(?i)(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'?|\S*)")
 
 
 def redact_url(url: str) -> str:

@@ -46,6 +46,7 @@ ErrorCode = Literal[
     "CHECKPOINT_CONTEXT_MISMATCH",
 ]
 
+
 @dataclass(frozen=True)
 class EngineError:
     """A wire error of the engine's closed set; retry guidance and the suggestion default to

@@ -28,6 +28,7 @@ class Engine(Protocol):
         self, state_token: str, context: dict[str, Any] | None = None
     ) -> Result[dict[str, Any], EngineError]: ...
 
+
 _FROM_REHYDRATE = ("ackToken", "checkpointToken", "continueToken")
 
 

@@ -46,7 +46,7 @@ def needed_input_error(failure: WorkflowError, call: dict[str, Any] | None) -> E
         what = f"{needs.needed_by} needs a {needs.expected} with loopId '{needs.key}'"
         how = (
             "Send the call again with a wr.loop_control artifact in output.artifacts "
-            f"(loopId '{needs.key}', decision \"continue\" or \"stop\"): nextCall is that "
+            f'(loopId \'{needs.key}\', decision "continue" or "stop"): nextCall is that '
             "call; replace the decision placeholder. Nothing was recorded."
         )
     return EngineError(

@@ -311,7 +311,10 @@ def _assessed_step_context(
 
 
 def _with_retry_template(
-    response: dict[str, Any], compiled: CompiledWorkflow, instance: StepInstance, state: BlockedState
+    response: dict[str, Any],
+    compiled: CompiledWorkflow,
+    instance: StepInstance,
+    state: BlockedState,
 ) -> None:
     """A block caused by an artifact: nextCall carries ready artifacts to send (see
     workflow.retry), and an assessment follow-up is also spelt out as `assessmentFollowup`."""

@@ -234,7 +234,9 @@ def _block(state: BlockedState) -> BlockDetail:
         BlockerDetail(
             b.code,
             b.message,
-            RETRY_FIXES.get(b.suggested_fix or "", b.suggested_fix) if retryable else b.suggested_fix,
+            RETRY_FIXES.get(b.suggested_fix or "", b.suggested_fix)
+            if retryable
+            else b.suggested_fix,
             _pointer(b.pointer.model_dump(mode="json", by_alias=True)),
         )
         for b in info.blockers.blockers

@@ -220,10 +220,7 @@ def fill_states(
     when given: a page that shows just the status needs just the tips). One call to the
     store for the whole run: states are facts it records when a snapshot is stored."""
     nodes = [
-        node
-        for run in runs
-        for node in run.nodes.values()
-        if only is None or node.node_id in only
+        node for run in runs for node in run.nodes.values() if only is None or node.node_id in only
     ]
     if not nodes:
         return

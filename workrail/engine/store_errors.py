@@ -68,4 +68,3 @@ def from_store(failure: object, operation: Operation) -> EngineError:
     if failure.code == "SESSION_STORE_INVARIANT_VIOLATION":
         return error("INTERNAL_ERROR", failure.message)
     return error("INTERNAL_ERROR", f"Session store error: {failure.code}: {failure.message}")
-

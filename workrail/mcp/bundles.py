@@ -25,6 +25,7 @@ from workrail.engine.imported import preferred_run
 # The bundle layer's closed set, one definition for both layers.
 BundleToolCode = ErrorCode
 
+
 @dataclass(frozen=True)
 class BundleToolError:
     """A bundle failure as the MCP envelope carries it."""

@@ -167,9 +167,7 @@ def _plain_id(request_id: Any) -> int | str:
     return request_id
 
 
-def answer_listing(
-    frame: bytes, results: Mapping[str, bytes]
-) -> tuple[int | str, bytes] | None:
+def answer_listing(frame: bytes, results: Mapping[str, bytes]) -> tuple[int | str, bytes] | None:
     """(request id, the answer's line) when `frame` is a plain request for one of the
     methods in `results` (method → the `result` JSON the SDK wrote for it), without
     parameters; None otherwise (the SDK answers)."""

@@ -185,9 +185,7 @@ async def run_tool(spec: ToolSpec, handler: Handler, arguments: dict[str, Any]) 
     except Exception:
         # The agent still gets an envelope; the traceback stays in the server log.
         log.exception("%s failed unexpectedly", spec.name)
-        return error_result(
-            error("INTERNAL_ERROR", f"{spec.name} failed unexpectedly.")
-        )
+        return error_result(error("INTERNAL_ERROR", f"{spec.name} failed unexpectedly."))
     elapsed_ms = (time.perf_counter() - started) * 1000
     if isinstance(outcome, Failure):
         err = outcome.failure()

@@ -130,8 +130,6 @@ def _is_broken_pipe(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno == errno.EPIPE
 
 
-
-
 async def _serve(
     open_all: Callable[[], Opened],
     config: WorkrailConfig | None,

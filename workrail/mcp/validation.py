@@ -91,7 +91,7 @@ CONTINUE_TOKEN_MIXED = (
 CONTINUE_REHYDRATE_WITH_OUTPUT = (
     'intent is "rehydrate" but output was provided. Rehydration is read-only state recovery '
     "— it does not accept output. To advance, send the continueToken with output and no "
-    "intent (or intent \"advance\")."
+    'intent (or intent "advance").'
 )
 CONTINUE_TEMPLATE: dict[str, Any] = {
     "continueToken": "<continueToken from the latest response>",

@@ -170,7 +170,9 @@ def _contextual(
 ) -> str:
     """The step's own text: its prompt, the fragments whose `when` holds, and placeholders
     filled from the context and the loop variables (unless the workflow turned them off)."""
-    prompt = with_fragments(step.prompt or f"Pending step: {step.id}", step.prompt_fragments, context)
+    prompt = with_fragments(
+        step.prompt or f"Pending step: {step.id}", step.prompt_fragments, context
+    )
     if not compiled.definition.placeholders:
         return prompt
     return fill_placeholders(prompt, _loop_values(compiled, instance, context))
@@ -255,9 +257,7 @@ def _assessment_section(compiled: CompiledWorkflow, step: StandardStep) -> str:
 def _parallel_section(step: StandardStep, context: Mapping[str, Any] | None, *, lead: str) -> str:
     """A `type: parallel` step as instructions for subagents run at the same time."""
     scope = context or {}
-    chosen = [
-        d for d in step.parallel_delegations if evaluate_condition(d.run_condition, scope)
-    ]
+    chosen = [d for d in step.parallel_delegations if evaluate_condition(d.run_condition, scope)]
     lines = [lead] if lead else []
     lines.append(
         f"Delegate this step to {len(chosen)} subagent(s) working at the same time, one per "
@@ -283,9 +283,7 @@ def _parallel_section(step: StandardStep, context: Mapping[str, Any] | None, *, 
         if synthesis
         else "Then bring their results together in your notes for this step."
     )
-    lines.append(
-        "If you cannot start subagents, do each delegation yourself, one after another."
-    )
+    lines.append("If you cannot start subagents, do each delegation yourself, one after another.")
     return "\n".join(lines)
 
 

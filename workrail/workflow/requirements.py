@@ -74,7 +74,9 @@ class Requirement:
             return list(self.blockers)
         ref = self.contract_ref or "none"
         return [
-            missing_required_output(ref) if self.status == "missing" else invalid_required_output(ref)
+            missing_required_output(ref)
+            if self.status == "missing"
+            else invalid_required_output(ref)
         ]
 
     def validation_result(self) -> ValidationResult:

@@ -37,7 +37,9 @@ def test_a_write_runs_bounded_and_leaves_its_connection_as_it_found_it(
     assert seen["idle_in_transaction_session_timeout"] == "1min"
     assert seen["lock_timeout"] == "10s"
     # The same server connection, back in the pool: nothing outlived the write.
-    names = "current_setting('idle_in_transaction_session_timeout'), current_setting('lock_timeout')"
+    names = (
+        "current_setting('idle_in_transaction_session_timeout'), current_setting('lock_timeout')"
+    )
     after = seen["conn"].execute(f"SELECT {names}").fetchone()
     assert after == ("0", "0")
     assert isinstance(append(pg_backend.sessions, chain.sess, chain.advance()), Success)

@@ -39,7 +39,7 @@ def test_a_content_read_the_database_cannot_answer_is_retryable(
     with psycopg.connect(url, autocommit=True) as conn:
         name = conn.execute("SELECT current_database()").fetchone()
         assert name is not None
-        conn.execute(f'ALTER DATABASE "{name[0]}" SET lock_timeout = \'200ms\'')
+        conn.execute(f"ALTER DATABASE \"{name[0]}\" SET lock_timeout = '200ms'")
     # A new process: no content in memory (its own backend and engine, no parsed snapshots).
     monkeypatch.setattr(loaded, "_parsed", loaded._ParsedSnapshots())
     backend = open_postgres_backend(url).unwrap()

@@ -69,7 +69,9 @@ class _ContentStore:
             except FileNotFoundError:
                 self._cache.forget(ref)
             except OSError as exc:
-                return Failure(io_error(exc, "SESSION_STORE_IO_ERROR", f"cannot refresh {path.name}"))
+                return Failure(
+                    io_error(exc, "SESSION_STORE_IO_ERROR", f"cannot refresh {path.name}")
+                )
         try:
             try:
                 if read_regular(path) == data:

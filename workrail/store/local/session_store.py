@@ -106,6 +106,8 @@ def mtime_of(st: os.stat_result) -> datetime:
 def mtime_ns(moment: datetime) -> int:
     """The inverse of `mtime_of`: the nanoseconds to set as a file's mtime."""
     return (moment - EPOCH) // timedelta(microseconds=1) * 1000
+
+
 _SEGMENT_NAME_RE: Final = re.compile(r"(\d{8,})-(\d{8,})\.jsonl")
 STAGED_MANIFEST = "manifest.jsonl.tmp"
 """The manifest of a session being created, published by one link(2) when complete."""
@@ -466,7 +468,9 @@ class LocalSessionStore:
                 try:
                     result = fn(session_dir)
                 except OSError as exc:
-                    result = Failure(io_error(exc, "SESSION_STORE_IO_ERROR", "session change failed"))
+                    result = Failure(
+                        io_error(exc, "SESSION_STORE_IO_ERROR", "session change failed")
+                    )
         if not _is_session(session_dir):
             _remove_if_empty(session_dir)
         return result
@@ -493,9 +497,7 @@ class LocalSessionStore:
                 st = os.lstat(session_dir / MANIFEST)
                 if datetime.fromtimestamp(st.st_mtime, UTC) >= idle_before:
                     return Success("active")
-            trash = session_dir.with_name(
-                f"{TRASH_PREFIX}{session_id}-{secrets.token_hex(4)}"
-            )
+            trash = session_dir.with_name(f"{TRASH_PREFIX}{session_id}-{secrets.token_hex(4)}")
             os.rename(session_dir, trash)
             fsync_dir(session_dir.parent)
             with self._locks.state(session_dir):
@@ -738,9 +740,7 @@ class LocalSessionStore:
 
     def _tell_committed(self, session_id: str, entry: _Entry, st: os.stat_result) -> None:
         if self._observer is not None:
-            self._observer.committed(
-                entry.view(session_id), mtime_of(st)
-            )
+            self._observer.committed(entry.view(session_id), mtime_of(st))
 
     def _discard(self, txn: _Txn) -> None:
         """Remove what an unpublished creation wrote (best effort: it is debris either way,

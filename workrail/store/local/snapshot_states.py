@@ -166,9 +166,7 @@ class SnapshotStateIndex:
         if not self._warned:
             log.warning("snapshot state index unusable (%s); reading snapshots instead", exc)
             self._warned = True
-        if isinstance(exc, sqlite3.DatabaseError) and not isinstance(
-            exc, sqlite3.OperationalError
-        ):
+        if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
             self._close()
             try:
                 self._discard()

@@ -784,7 +784,9 @@ def _begin(conn: sqlite3.Connection) -> None:
 
 
 def _terms_of(conn: sqlite3.Connection, rowid: int) -> frozenset[str]:
-    return frozenset(str(r[0]) for r in conn.execute("SELECT term FROM terms WHERE id = ?", (rowid,)))
+    return frozenset(
+        str(r[0]) for r in conn.execute("SELECT term FROM terms WHERE id = ?", (rowid,))
+    )
 
 
 def _runs_of(conn: sqlite3.Connection, session_id: str) -> list[str]:

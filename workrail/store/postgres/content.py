@@ -189,8 +189,7 @@ class PostgresSnapshotStore(_ContentTable):
 
         def select(conn: Connection) -> dict[str, SnapshotState]:
             rows = conn.execute(
-                "SELECT ref, state_kind, pending_step FROM workrail_snapshots "
-                "WHERE ref = ANY(%s)",
+                "SELECT ref, state_kind, pending_step FROM workrail_snapshots WHERE ref = ANY(%s)",
                 (wanted,),
             ).fetchall()
             known: dict[str, SnapshotState] = {}

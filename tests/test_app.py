@@ -48,7 +48,8 @@ def test_catalog_is_reused_until_a_file_changes(tmp_path: Path) -> None:
     st = path.stat()
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
     entry = catalog.get("alpha")
-    assert entry is not None and entry.definition is not None
+    assert entry is not None
+    assert entry.definition is not None
     assert entry.definition["steps"][0]["prompt"] == "Do it differently."
 
     (custom / "b.json").unlink()
@@ -69,16 +70,21 @@ def test_an_invalid_file_is_answered_as_invalid_not_unknown(tmp_path: Path) -> N
     )
     catalog = DiscoveredCatalog(config)
     entry = catalog.get("broken")
-    assert entry is not None and entry.definition is None
+    assert entry is not None
+    assert entry.definition is None
     assert entry.source_path == str(custom / "broken.json")
-    assert entry.problems and all(p["path"].startswith("$") for p in entry.problems)
+    assert entry.problems
+    assert all(p["path"].startswith("$") for p in entry.problems)
     (listed,) = catalog.entries()
-    assert listed.source_path == entry.source_path and listed.problems == entry.problems
+    assert listed.source_path == entry.source_path
+    assert listed.problems == entry.problems
     assert catalog.get("nope") is None
 
     (custom / "fixed.json").write_text(_workflow("broken"))
     fixed = catalog.get("broken")
-    assert fixed is not None and fixed.definition is not None and fixed.problems == ()
+    assert fixed is not None
+    assert fixed.definition is not None
+    assert fixed.problems == ()
 
 
 def test_a_store_opened_by_location_honours_allow_insecure_keys(tmp_path: Path) -> None:
@@ -135,7 +141,8 @@ def test_a_memory_store_url_opens_a_backend_that_keeps_nothing_on_disk(tmp_path:
     assert backend.location.startswith("memory://")
     engine = build_engine(config, backend).unwrap()
     listed = engine.list_workflows().unwrap()
-    assert isinstance(listed, dict) and listed["workflows"]
+    assert isinstance(listed, dict)
+    assert listed["workflows"]
     started = engine.start_workflow(listed["workflows"][0]["workflowId"]).unwrap()
     assert backend.sessions.exists(started["sessionId"]).unwrap() is True
     assert not data.exists()

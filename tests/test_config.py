@@ -17,9 +17,12 @@ HOME, CWD = Path("/home/someone"), Path("/work/project")
 def test_defaults_are_files_in_the_home_data_directory() -> None:
     config = load_config({}, home=HOME, cwd=CWD).unwrap()
     assert config.data_dir == HOME / ".workrail" / "data"
-    assert config.store_url is None and not config.uses_postgres
-    assert config.log.level == "WARNING" and config.log.file is None
-    assert config.fence.url is None and config.fence.limits.client_rpm == 30
+    assert config.store_url is None
+    assert not config.uses_postgres
+    assert config.log.level == "WARNING"
+    assert config.log.file is None
+    assert config.fence.url is None
+    assert config.fence.limits.client_rpm == 30
 
 
 def test_flags_beat_the_environment_and_relative_paths_follow_the_working_directory() -> None:
@@ -35,7 +38,8 @@ def test_flags_beat_the_environment_and_relative_paths_follow_the_working_direct
     assert config.log.level == "DEBUG"
     only_env = load_config(env, home=HOME, cwd=CWD).unwrap()
     assert only_env.data_dir == Path("/from/env")
-    assert only_env.store_url == "postgresql://env@db/x" and only_env.log.level == "INFO"
+    assert only_env.store_url == "postgresql://env@db/x"
+    assert only_env.log.level == "INFO"
 
 
 @pytest.mark.parametrize(
@@ -50,7 +54,8 @@ def test_flags_beat_the_environment_and_relative_paths_follow_the_working_direct
 )
 def test_a_bad_setting_is_named(env: dict[str, str], flags: Overrides, setting: str) -> None:
     problem = load_config(env, flags, home=HOME, cwd=CWD).failure()
-    assert problem.setting == setting and problem.message
+    assert problem.setting == setting
+    assert problem.message
 
 
 def test_a_bad_store_url_never_echoes_its_password() -> None:
@@ -73,12 +78,15 @@ def test_memory_is_the_store_when_asked_for_by_url() -> None:
     """`memory://` (for tests and demos) is neither files nor PostgreSQL."""
     for value in ("memory://", "memory", " memory:// "):
         config = load_config({"WORKRAIL_STORE_URL": value}, home=HOME, cwd=CWD).unwrap()
-        assert config.store_url == "memory://" and config.uses_memory
-        assert not config.uses_postgres and "nothing is kept" in config.store_label
+        assert config.store_url == "memory://"
+        assert config.uses_memory
+        assert not config.uses_postgres
+        assert "nothing is kept" in config.store_label
     refused = load_config({"WORKRAIL_STORE_URL": "memory://x"}, home=HOME, cwd=CWD)
     assert "memory://" in refused.failure().message
     files = load_config({}, home=HOME, cwd=CWD).unwrap()
-    assert not files.uses_memory and files.store_label == str(files.data_dir)
+    assert not files.uses_memory
+    assert files.store_label == str(files.data_dir)
 
 
 def test_the_fence_follows_only_a_postgresql_store() -> None:

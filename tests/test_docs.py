@@ -182,14 +182,16 @@ def test_the_regex_flags_documented_are_the_validators() -> None:
     row = next(line for line in _text("docs/first-workflow.md").splitlines() if "`flags`" in line)
     assert set(re.findall(r"`([a-z])`", row)) == _KNOWN_FLAGS, row
     listed = re.search(r"any of\s+`([a-z ]+)`", _text("docs/workflows.md"))
-    assert listed is not None and set(listed.group(1).split()) == _KNOWN_FLAGS
+    assert listed is not None
+    assert set(listed.group(1).split()) == _KNOWN_FLAGS
 
 
 def test_the_dotted_workflow_id_the_docs_show_is_one_the_tools_accept() -> None:
     from workrail.mcp.schemas import WORKFLOW_ID_PATTERN
 
     shown = re.search(r'\{"workflowId": "([^"]+)"\}` starts it', _text("docs/workflows.md"))
-    assert shown is not None and "." in shown.group(1)
+    assert shown is not None
+    assert "." in shown.group(1)
     assert re.match(WORKFLOW_ID_PATTERN, shown.group(1))
 
 
@@ -197,14 +199,16 @@ def test_the_readme_gives_one_start_up_figure() -> None:
     readme = _text("README.md")
     prose = re.search(r"answers `initialize` within .*?\((\d+) ms median", readme, re.S)
     table = re.search(r"spawn → `initialize` over stdio .*?\| (\d+) ms median", readme)
-    assert prose is not None and table is not None
+    assert prose is not None
+    assert table is not None
     assert prose.group(1) == table.group(1), "the prose and the Performance table disagree"
 
 
 def test_the_readme_introduces_the_continue_token() -> None:
     readme = _text("README.md")
     section = readme.split("## A session, in short", 1)[1].split("\n## ", 1)[0]
-    assert "continueToken" in section and "WorkRail v1.4, the earlier version" in section
+    assert "continueToken" in section
+    assert "WorkRail v1.4, the earlier version" in section
 
 
 def test_key_rotation_needs_no_restart_as_the_docs_say() -> None:

@@ -35,7 +35,8 @@ def test_server_json_describes_the_pypi_package_that_pyproject_builds() -> None:
     assert 0 < len(server["description"]) <= 100  # the registry's limit
     assert server["version"] == project["version"]
     (package,) = server["packages"]
-    assert package["registryType"] == "pypi" and package["identifier"] == project["name"]
+    assert package["registryType"] == "pypi"
+    assert package["identifier"] == project["name"]
     assert package["version"] == project["version"]
     assert package["transport"] == {"type": "stdio"}
     assert package["packageArguments"] == [{"type": "positional", "value": "mcp"}]
@@ -50,12 +51,14 @@ def test_every_variable_server_json_offers_is_one_workrail_reads() -> None:
 
 def test_the_readme_names_the_registry_entry() -> None:
     marker = re.search(r"mcp-name: (\S+)", (ROOT / "README.md").read_text())
-    assert marker is not None and marker.group(1) == _server()["name"]
+    assert marker is not None
+    assert marker.group(1) == _server()["name"]
 
 
 def test_the_license_is_the_declared_one() -> None:
     project = _project()
-    assert project["license"] == "MIT" and project["license-files"] == ["LICENSE"]
+    assert project["license"] == "MIT"
+    assert project["license-files"] == ["LICENSE"]
     assert (ROOT / "LICENSE").read_text().startswith("MIT License")
 
 

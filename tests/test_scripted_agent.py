@@ -129,5 +129,7 @@ async def test_a_start_that_needs_a_value_is_sent_again_with_it(tmp_path: Path) 
 
     async with workrail_client(tmp_path, [FIXTURES]) as client:
         run = await ScriptedAgent(client, supply=supply).run("agent-start-needs")
-    assert run.complete and run.steps == ["work", "work"]
-    assert run.turns[0].is_error and run.turns[1].tool == "start_workflow"
+    assert run.complete
+    assert run.steps == ["work", "work"]
+    assert run.turns[0].is_error
+    assert run.turns[1].tool == "start_workflow"

@@ -97,10 +97,12 @@ def test_the_installer_runs_once_says_so_and_is_skipped_until_pyproject_changes(
     assert installs[-1] == "-m pip install --quiet --disable-pip-version-check -e .[dev]"
 
     again = _ensure(project, "[dev]")
-    assert again.returncode == 0 and again.stderr == ""  # not a word, not a pip call
+    assert again.returncode == 0
+    assert again.stderr == ""
     assert _calls(project) == installs
     plain = _ensure(project, "")  # scripts/run is served by the dev install
-    assert plain.stderr == "" and _calls(project) == installs
+    assert plain.stderr == ""
+    assert _calls(project) == installs
 
     with (project / "pyproject.toml").open("a") as f:
         f.write('version = "2"\n')

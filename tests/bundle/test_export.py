@@ -186,7 +186,8 @@ def test_corrupt_head_and_empty_sessions_are_refused(reference_data: Path) -> No
         assert none.failure().code == "EXPORT_BUILD_FAILED"
         assert none.failure().details == {"reason": "BUNDLE_BUILD_EMPTY_EVENTS"}
     bad = export_session(backend, "../etc", bundle_id="b", exported_at=EXPORTED_AT, app_version="0")
-    assert isinstance(bad, Failure) and bad.failure().code == "EXPORT_SESSION_STORE_ERROR"
+    assert isinstance(bad, Failure)
+    assert bad.failure().code == "EXPORT_SESSION_STORE_ERROR"
 
 
 def test_missing_cas_content_fails_the_export(reference_data: Path) -> None:

@@ -23,7 +23,8 @@ def test_file_over_the_limit_is_refused_by_its_size(tmp_path: Path) -> None:
     assert isinstance(result, Failure)
     assert result.failure().code == "BUNDLE_TOO_LARGE"
     stream = read_bundle_file(io.BytesIO(b"x" * 11), max_bytes=10)
-    assert isinstance(stream, Failure) and stream.failure().code == "BUNDLE_TOO_LARGE"
+    assert isinstance(stream, Failure)
+    assert stream.failure().code == "BUNDLE_TOO_LARGE"
     assert read_bundle_file(io.BytesIO(b"{}"), max_bytes=10).unwrap() == b"{}"
 
 
@@ -77,7 +78,8 @@ def test_an_id_claimed_during_import_is_never_merged(reference_data: Path, data_
     raw = bundle_bytes(export(LocalBackend.open(reference_data), PROBE))
     result = import_bundle(_Backend(), raw, mint_session_id=lambda: fresh).unwrap()
     assert racing.claimed
-    assert result.session_id == fresh and result.renamed
+    assert result.session_id == fresh
+    assert result.renamed
     # both sessions hold the same truth, separately
     store = LocalBackend.open(data_dir)
     assert truth(export(store, fresh), as_session=PROBE) == truth(export(store, PROBE))

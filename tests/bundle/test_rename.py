@@ -48,5 +48,5 @@ def test_renamed_bundle_is_valid_and_renaming_back_restores_it(
 
 def test_rename_refuses_a_bad_id(reference_data: Path) -> None:
     original = export(LocalBackend.open(reference_data), PROBE)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="not a session id"):
         rename_session(original, "../escape")

@@ -48,7 +48,8 @@ def test_import_into_empty_dir_keeps_id_and_rebuilds_identical_files(
     for kind in ("snapshots", "workflows/pinned"):
         ours = {p.name: p.read_bytes() for p in (data_dir / kind).iterdir()}
         theirs = {p.name: p.read_bytes() for p in (reference_data / kind).iterdir()}
-        assert ours.items() <= theirs.items() and ours
+        assert ours.items() <= theirs.items()
+        assert ours
     again = bundle_bytes(export(LocalBackend.open(data_dir), sid))
     assert again == raw
 
@@ -162,7 +163,8 @@ def test_continuing_after_import_gives_the_same_next_step(
         LocalBackend.open(data_dir), raw, mint_session_id=fresh_session_id
     ).unwrap()
     expected = _next_step(source, sid)
-    assert expected and all(step[3] in ("Advanced", "Blocked") for step in expected)
+    assert expected
+    assert all(step[3] in ("Advanced", "Blocked") for step in expected)
     assert _next_step(source, renamed.session_id) == expected
     assert _next_step(LocalBackend.open(data_dir), fresh.session_id) == expected
 

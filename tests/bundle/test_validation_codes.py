@@ -398,11 +398,12 @@ def test_crafted_bundle_is_rejected_with_its_code_and_path(
     assert (error.code, case.name) == (case.code, case.name), error.message
     assert error.path.startswith(case.path), (error.path, error.message)
     assert error.retry == "no"
-    assert error.message and (
-        "export" in error.message.lower() or "import" in error.message.lower()
-    )
+    assert error.message
+    assert "export" in error.message.lower() or "import" in error.message.lower()
     wire = json.loads(json.dumps(error.to_json()))
-    assert wire["code"] == case.code and wire["retry"] == "no" and wire["path"] == error.path
+    assert wire["code"] == case.code
+    assert wire["retry"] == "no"
+    assert wire["path"] == error.path
     assert tree_fingerprint(reference_data) == before, "a rejected import wrote something"
 
 
@@ -421,7 +422,8 @@ def test_too_large_is_refused_before_parsing(good: dict[str, Any], shared_data: 
     assert result.failure().details == {"limit": len(raw) - 1, "size": len(raw)}
     # not even JSON: the size check comes first
     garbage = validate_bytes(b"x" * 101, max_bytes=100)
-    assert isinstance(garbage, Failure) and garbage.failure().code == "BUNDLE_TOO_LARGE"
+    assert isinstance(garbage, Failure)
+    assert garbage.failure().code == "BUNDLE_TOO_LARGE"
     assert tree_fingerprint(reference_data) == before
     assert MAX_BUNDLE_BYTES == 64 * 1024 * 1024
 

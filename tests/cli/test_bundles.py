@@ -27,32 +27,42 @@ def test_export_to_file_then_import_prints_fresh_tokens(
     code, out, _ = _run(["export", PROBE, "-o", str(target), "--json"], reference_data)
     assert code == 0
     summary = json.loads(out)
-    assert summary["ok"] and summary["complete"] and summary["sessionId"] == PROBE
+    assert summary["ok"]
+    assert summary["complete"]
+    assert summary["sessionId"] == PROBE
     assert validate_bytes(target.read_bytes()).unwrap()
 
     code, out, _ = _run(["import", str(target), "--json"], data_dir)
     assert code == 0
     payload = json.loads(out)
-    assert payload["sessionId"] == PROBE and payload["renamed"] is False
+    assert payload["sessionId"] == PROBE
+    assert payload["renamed"] is False
     run = payload["runs"][0]
     (minted,) = payload["tokens"]["runs"]
-    assert minted["runId"] == run["runId"] and minted["nodeId"] == run["preferredTipNodeId"]
+    assert minted["runId"] == run["runId"]
+    assert minted["nodeId"] == run["preferredTipNodeId"]
     assert minted["stateToken"].startswith("st1")
 
     before = tree_fingerprint(data_dir / "sessions")
     code, out, _ = _run(["import", str(target)], data_dir)  # again: already here
     assert code == 0
-    assert f"already imported as {PROBE}" in out and "--copy" in out
+    assert f"already imported as {PROBE}" in out
+    assert "--copy" in out
     assert tree_fingerprint(data_dir / "sessions") == before, "nothing was written"
     code, out, _ = _run(["import", str(target), "--json"], data_dir)
     assert json.loads(out)["alreadyImportedAs"] == PROBE
 
     code, out, _ = _run(["import", str(target), "--copy"], data_dir)  # a second copy
     assert code == 0
-    assert "renamed from " + PROBE in out and "continue at node" in out
+    assert "renamed from " + PROBE in out
+    assert "continue at node" in out
     # a person's summary: no tokens, no JSON dump, what to do next
-    assert "st1" not in out and "ack1" not in out and '"tokens"' not in out
-    assert len(out) < 1000 and "resume_session" in out and "workrail sessions show" in out
+    assert "st1" not in out
+    assert "ack1" not in out
+    assert '"tokens"' not in out
+    assert len(out) < 1000
+    assert "resume_session" in out
+    assert "workrail sessions show" in out
 
 
 def test_export_to_stdout_puts_the_summary_on_stderr(reference_data: Path) -> None:
@@ -66,7 +76,8 @@ def test_errors_are_reported_with_code_what_to_do_next_and_exit_status(
     reference_data: Path, data_dir: Path, tmp_path: Path
 ) -> None:
     code, _, err = _run(["export", "sess_aaaaaaaaaaaaaaaaaaaaaaaaaa"], reference_data)
-    assert code == 2 and err.startswith("NOT_FOUND: No session sess_aaaa")
+    assert code == 2
+    assert err.startswith("NOT_FOUND: No session sess_aaaa")
     bad = tmp_path / "bad.json"
     bad.write_text('{"bundleSchemaVersion": 7}')
     before = tree_fingerprint(data_dir)
@@ -75,11 +86,14 @@ def test_errors_are_reported_with_code_what_to_do_next_and_exit_status(
     error = json.loads(out)["error"]
     assert error["code"] == "BUNDLE_UNSUPPORTED_VERSION"
     assert error["details"]["path"] == "bundleSchemaVersion"
-    assert error["retry"] == {"kind": "not_retryable"} and error["details"]["suggestion"]
+    assert error["retry"] == {"kind": "not_retryable"}
+    assert error["details"]["suggestion"]
     assert "workrail export SESSION -o FILE" in error["details"]["suggestion"]
     code, _, err = _run(["import", str(tmp_path / "absent.json")], data_dir)
-    assert code == 2 and err.startswith("IMPORT_READ_FAILED")
-    assert "Next: Check the file's path" in err and "argument" not in err
+    assert code == 2
+    assert err.startswith("IMPORT_READ_FAILED")
+    assert "Next: Check the file's path" in err
+    assert "argument" not in err
     assert tree_fingerprint(data_dir) == before
 
 
@@ -87,11 +101,14 @@ def test_export_takes_a_unique_start_of_an_id_and_says_when_it_cannot_write(
     reference_data: Path, tmp_path: Path
 ) -> None:
     code, out, _ = _run(["export", PROBE[:12], "--json"], reference_data)
-    assert code == 0 and validate_bytes(out.encode()).unwrap().bundle.session.sessionId == PROBE
+    assert code == 0
+    assert validate_bytes(out.encode()).unwrap().bundle.session.sessionId == PROBE
     missing = tmp_path / "no" / "such" / "folder" / "x.json"
     code, _, err = _run(["export", PROBE, "-o", str(missing)], reference_data)
-    assert code == 1 and err.startswith("EXPORT_BUILD_FAILED")
-    assert "folder of the output file" in err and "sessions show" not in err
+    assert code == 1
+    assert err.startswith("EXPORT_BUILD_FAILED")
+    assert "folder of the output file" in err
+    assert "sessions show" not in err
 
 
 def test_salvage_export_is_announced(reference_data: Path, tmp_path: Path) -> None:
@@ -99,7 +116,8 @@ def test_salvage_export_is_announced(reference_data: Path, tmp_path: Path) -> No
     segment.write_bytes(segment.read_bytes().replace(b'"v":1', b'"v":2', 1))
     code, out, _ = _run(["export", PROBE, "-o", str(tmp_path / "b.json")], reference_data)
     assert code == 0
-    assert "WARNING" in out and "validated prefix" in out
+    assert "WARNING" in out
+    assert "validated prefix" in out
     code, out, _ = _run(["export", PROBE, "-o", str(tmp_path / "b.json"), "--json"], reference_data)
     assert json.loads(out)["complete"] is False
 

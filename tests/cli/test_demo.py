@@ -38,9 +38,12 @@ def _run(command: str) -> tuple[int, str]:
 
 def test_the_demo_keeps_its_session_and_prints_commands_that_show_it(tmp_path: Path) -> None:
     code, report, human = _demo()
-    assert code == 0 and report["ok"] and report["kept"] is True
+    assert code == 0
+    assert report["ok"]
+    assert report["kept"] is True
     data_dir = Path(report["dataDir"])
-    assert data_dir.parent == tmp_path / "tmp" and data_dir.name.startswith("workrail-demo-")
+    assert data_dir.parent == tmp_path / "tmp"
+    assert data_dir.name.startswith("workrail-demo-")
     sid = report["sessionId"]
     assert (data_dir / "sessions" / sid).is_dir()
     listing, show = report["commands"][:2]
@@ -49,22 +52,27 @@ def test_the_demo_keeps_its_session_and_prints_commands_that_show_it(tmp_path: P
     for command in (listing, show):
         assert command in human  # printed whole, on one line, for copying
         ran, printed = _run(command)
-        assert ran == 0 and sid in printed
+        assert ran == 0
+        assert sid in printed
 
 
 def test_clean_removes_the_demos_own_directory() -> None:
     code, report, _ = _demo("--clean")
-    assert code == 0 and report["kept"] is False and report["commands"] == []
+    assert code == 0
+    assert report["kept"] is False
+    assert report["commands"] == []
     assert not Path(report["dataDir"]).exists()
 
 
 def test_a_given_data_dir_is_used_and_never_cleaned(tmp_path: Path) -> None:
     data_dir = tmp_path / "mine"
     code, first, _ = _demo("--data-dir", str(data_dir))
-    assert code == 0 and Path(first["dataDir"]) == data_dir
+    assert code == 0
+    assert Path(first["dataDir"]) == data_dir
     out, err = io.StringIO(), io.StringIO()
     refused = main(["demo", "--data-dir", str(data_dir), "--clean"], out=out, err=err)
-    assert refused == 2 and "never deletes from a --data-dir" in err.getvalue()
+    assert refused == 2
+    assert "never deletes from a --data-dir" in err.getvalue()
     assert sorted(p.name for p in (data_dir / "sessions").iterdir()) == [first["sessionId"]]
 
 

@@ -46,7 +46,7 @@ def test_env_overrides_rate_limits(tmp_path: Path) -> None:
     service = fence_from_env(tmp_path, env)
     assert (service.limits.client_rpm, service.limits.global_rpm) == (0, 7)
     service.close()
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="must be a whole number"):
         fence_from_env(tmp_path, {"WORKRAIL_FENCE_GLOBAL_RPM": "-1"})
 
 

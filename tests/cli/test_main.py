@@ -63,7 +63,8 @@ def test_flags_configure_the_command_without_touching_the_environment(tmp_path: 
     env = {"WORKFLOW_STORAGE_PATH": str(tmp_path / "w0"), "WORKRAIL_DATA_DIR": "/elsewhere"}
     argv = ["--data-dir", str(tmp_path / "d"), "--workflows", str(tmp_path / "w1"), "sessions"]
     config = _config_of([*argv, "--workflows", str(tmp_path / "w2")], env)
-    assert config.data_dir == tmp_path / "d" and config.store_url is None
+    assert config.data_dir == tmp_path / "d"
+    assert config.store_url is None
     custom = [s.directory for s in config.discovery.sources() if s.origin == "custom"]
     assert custom == [tmp_path / "w0", tmp_path / "w1", tmp_path / "w2"]
     assert dict(os.environ) == before
@@ -88,16 +89,21 @@ def test_a_data_dir_that_cannot_be_read_says_to_check_it(
     (tmp_path / "sessions").write_text("not a directory")
     assert main([*command, "--data-dir", str(tmp_path)]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("STORE_UNAVAILABLE") and "Not a directory" in err
+    assert err.startswith("STORE_UNAVAILABLE")
+    assert "Not a directory" in err
     assert "needs a person to check it" in err
-    assert "invariant" not in err and "server log" not in err and "Traceback" not in err
+    assert "invariant" not in err
+    assert "server log" not in err
+    assert "Traceback" not in err
 
 
 def test_a_bad_store_url_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sessions", "--store", "mysql://root:hunter2@db/x"]) == 2
     err = capsys.readouterr().err
-    assert "CONFIG_INVALID" in err and "--store" in err
-    assert "hunter2" not in err and "Traceback" not in err
+    assert "CONFIG_INVALID" in err
+    assert "--store" in err
+    assert "hunter2" not in err
+    assert "Traceback" not in err
 
 
 @pytest.mark.parametrize(
@@ -109,8 +115,11 @@ def test_a_malformed_postgres_url_is_a_config_error(
 ) -> None:
     assert main(["sessions", "--store", url]) == 2
     err = capsys.readouterr().err
-    assert "CONFIG_INVALID" in err and "libpq" in err
-    assert "hunter2" not in err and "Traceback" not in err and "retry" not in err.lower()
+    assert "CONFIG_INVALID" in err
+    assert "libpq" in err
+    assert "hunter2" not in err
+    assert "Traceback" not in err
+    assert "retry" not in err.lower()
 
 
 @pytest.mark.parametrize(
@@ -124,7 +133,9 @@ def test_a_port_out_of_range_is_a_usage_error(
         main(argv)
     assert stopped.value.code == 2
     err = capsys.readouterr().err
-    assert "--port" in err and "0-65535" in err and "Traceback" not in err
+    assert "--port" in err
+    assert "0-65535" in err
+    assert "Traceback" not in err
 
 
 @pytest.mark.parametrize("command", [["sessions"], ["keys", "rotate"], ["export", "sess_x"]])
@@ -134,27 +145,36 @@ def test_an_unreachable_postgres_is_one_line_and_exit_1(
     url = f"postgresql://team:hunter2@127.0.0.1:{free_port()}/workrail"
     assert main([*command, "--store", url]) == 1
     err = capsys.readouterr().err
-    assert "STORE_UNAVAILABLE" in err and "Cannot reach PostgreSQL" in err
-    assert "hunter2" not in err and "Traceback" not in err
+    assert "STORE_UNAVAILABLE" in err
+    assert "Cannot reach PostgreSQL" in err
+    assert "hunter2" not in err
+    assert "Traceback" not in err
     # advice for a person starting a command, not the agents' "send the same call again"
-    assert "run the command again" in err and "same call" not in err
+    assert "run the command again" in err
+    assert "same call" not in err
 
 
 def test_mcp_accepts_config_flags_after_the_subcommand(tmp_path: Path) -> None:
     args = build_parser().parse_args(
         ["mcp", "--http", "--port", "9", "--data-dir", str(tmp_path), "--log-level", "debug"]
     )
-    assert args.http and args.port == 9 and args.host == "127.0.0.1"
-    assert args.data_dir == str(tmp_path) and args.log_level == "DEBUG"
+    assert args.http
+    assert args.port == 9
+    assert args.host == "127.0.0.1"
+    assert args.data_dir == str(tmp_path)
+    assert args.log_level == "DEBUG"
 
 
 def test_sessions_list_json(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     sid = _walk(data_dir)
     assert main(["--data-dir", str(data_dir), "sessions", "--json"]) == 0
     (row,) = _json(capsys)["sessions"]
-    assert row["sessionId"] == sid and row["workflowId"] == "probe-flow"
-    assert row["status"] == "in_progress" and row["health"] == "healthy"
-    assert row["progress"] == {"done": 2, "known": 3} and row["title"] == "the plan"
+    assert row["sessionId"] == sid
+    assert row["workflowId"] == "probe-flow"
+    assert row["status"] == "in_progress"
+    assert row["health"] == "healthy"
+    assert row["progress"] == {"done": 2, "known": 3}
+    assert row["title"] == "the plan"
     assert row["lastActivity"]
 
 
@@ -162,7 +182,8 @@ def test_sessions_list_human(data_dir: Path, capsys: pytest.CaptureFixture[str])
     sid = _walk(data_dir)
     assert main(["--data-dir", str(data_dir), "sessions"]) == 0
     out = capsys.readouterr().out
-    assert sid in out and "probe-flow" in out
+    assert sid in out
+    assert "probe-flow" in out
 
 
 def test_sessions_show_json_has_dag(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -172,7 +193,8 @@ def test_sessions_show_json_has_dag(data_dir: Path, capsys: pytest.CaptureFixtur
     kinds = sorted(n["nodeKind"] for n in run["nodes"])
     assert kinds == ["checkpoint", "step", "step", "step"]
     fork = [n for n in run["nodes"] if len(n["children"]) == 2]
-    assert len(fork) == 1 and fork[0]["pendingStepId"] == "build"
+    assert len(fork) == 1
+    assert fork[0]["pendingStepId"] == "build"
     assert {e["edgeKind"] for e in run["edges"]} == {"acked_step", "checkpoint"}
     notes = [note for n in run["nodes"] for note in n["notes"]]
     assert notes == ["the plan", "built it"]
@@ -223,7 +245,8 @@ def test_keys_rotate_keeps_old_tokens_valid(
     assert make_engine(data_dir).rehydrate(r["stateToken"]).unwrap()["pending"]["stepId"] == "plan"
     assert main(["--data-dir", str(data_dir), "keys", "rotate"]) == 0
     said = capsys.readouterr().out.strip()
-    assert str(data_dir) in said and said.endswith("until the next rotation.")
+    assert str(data_dir) in said
+    assert said.endswith("until the next rotation.")
 
 
 # --- checkpoint records -----------------------------------------------------------------
@@ -256,7 +279,8 @@ def test_checkpoint_export_and_resume(
     flags = ["--data-dir", str(data_dir), *reference_workflows]
     assert main([*flags, "checkpoint", "export", at_build["checkpointToken"]]) == 0
     record = _json(capsys)
-    assert record["completed"] == ["plan"] and "T-1" not in json.dumps(record)
+    assert record["completed"] == ["plan"]
+    assert "T-1" not in json.dumps(record)
 
     out = tmp_path / "record.json"
     args = ["checkpoint", "export", at_build["checkpointToken"], "-o", str(out), "--json"]
@@ -302,7 +326,8 @@ def test_checkpoint_resume_mismatches_exit_2(
     right.write_text('{"ticket": "T-1"}')
     assert main([*flags, "checkpoint", "resume", str(changed), "--context", str(right)]) == 2
     err = capsys.readouterr().err
-    assert "CHECKPOINT_PLAN_MISMATCH" in err and "exact workflow version" in err
+    assert "CHECKPOINT_PLAN_MISMATCH" in err
+    assert "exact workflow version" in err
 
     assert main([*flags, "checkpoint", "resume", str(tmp_path / "missing.json"), "--json"]) == 2
     assert _json(capsys)["error"]["code"] == "VALIDATION_ERROR"
@@ -327,7 +352,8 @@ def test_import_prints_fresh_tokens(
     capsys.readouterr()
     assert main(["--data-dir", str(tmp_path / "new"), "import", str(bundle), "--json"]) == 0
     tokens = _json(capsys)["tokens"]
-    assert tokens["sessionId"] == sid and tokens["renamed"] is False
+    assert tokens["sessionId"] == sid
+    assert tokens["renamed"] is False
     (run,) = tokens["runs"]
     assert run["pending"]["stepId"] == "verify"
     engine = make_engine(tmp_path / "new")
@@ -349,7 +375,8 @@ def test_sessions_show_corrupt_tail_renders_its_prefix(
     assert main(["--data-dir", str(data_dir), "sessions", "show", sid]) == 1
     out = capsys.readouterr().out
     assert "refuses to advance or checkpoint, but can still be read" in out
-    assert "corrupt_tail" in out and "plan" in out
+    assert "corrupt_tail" in out
+    assert "plan" in out
 
 
 def test_sessions_show_prints_notes_with_markup_characters_verbatim(tmp_path: Path) -> None:
@@ -383,8 +410,10 @@ def test_a_failed_demo_still_reports_the_checks_made(
     argv = ["demo", "--json", "--data-dir", str(tmp_path / "demo")]
     assert main(argv, out=out, err=io.StringIO()) == 1
     report = json.loads(out.getvalue())
-    assert report["ok"] is False and report["failure"]
-    assert report["checks"] and report["sessionId"].startswith("sess_")
+    assert report["ok"] is False
+    assert report["failure"]
+    assert report["checks"]
+    assert report["sessionId"].startswith("sess_")
 
 
 def test_the_command_table_names_every_command_of_every_module() -> None:
@@ -455,8 +484,10 @@ def test_a_wrong_postgres_password_is_not_labelled_retryable(
     url = postgres_cluster.url("postgres", password="not-the-password")
     assert main(["--store", url, "sessions", "--json"]) == 2
     error = json.loads(capsys.readouterr().out)["error"]
-    assert error["code"] == "CONFIG_INVALID" and error["retry"]["kind"] == "not_retryable"
+    assert error["code"] == "CONFIG_INVALID"
+    assert error["retry"]["kind"] == "not_retryable"
     assert main(["--store", url, "sessions"]) == 2
     err = capsys.readouterr().err
-    assert "refused the credentials" in err and "retryable" not in err
+    assert "refused the credentials" in err
+    assert "retryable" not in err
     assert "not-the-password" not in err

@@ -39,22 +39,27 @@ def test_files_to_postgres_and_back_is_byte_identical(
     archived = SessionLifecycle(archived=True, archived_at="2026-01-02T03:04:05Z")
     LocalBackend.open(reference_data).lifecycle.put(SESSIONS[1], archived).unwrap()
     code, report = _migrate(str(reference_data), postgres_url, capsys)
-    assert code == 0 and report["ok"] is True
+    assert code == 0
+    assert report["ok"] is True
     assert report["sessions"]["moved"] == len(SESSIONS)
     assert report["snapshots"]["moved"] == len(list((reference_data / "snapshots").iterdir()))
     assert report["pinnedWorkflows"]["moved"] == len(
         list((reference_data / "workflows" / "pinned").iterdir())
     )
-    assert "***" in report["to"] and postgres_url.split(":")[2].split("@")[0] not in report["to"]
+    assert "***" in report["to"]
+    assert postgres_url.split(":")[2].split("@")[0] not in report["to"]
 
     again_code, again = _migrate(str(reference_data), postgres_url, capsys)
     assert again_code == 0
-    assert again["sessions"]["skipped"] == len(SESSIONS) and again["sessions"]["moved"] == 0
-    assert again["snapshots"]["moved"] == 0 and again["snapshots"]["skipped"] > 0
+    assert again["sessions"]["skipped"] == len(SESSIONS)
+    assert again["sessions"]["moved"] == 0
+    assert again["snapshots"]["moved"] == 0
+    assert again["snapshots"]["skipped"] > 0
 
     back = tmp_path / "back"
     code, report = _migrate(postgres_url, str(back), capsys)
-    assert code == 0 and report["sessions"]["moved"] == len(SESSIONS)
+    assert code == 0
+    assert report["sessions"]["moved"] == len(SESSIONS)
     assert LocalBackend.open(back).lifecycle.get(SESSIONS[1]).unwrap() == archived
     assert LocalBackend.open(back).lifecycle.get(SESSIONS[0]).unwrap().is_default
     for under in ("sessions", "snapshots", "workflows/pinned"):
@@ -93,11 +98,14 @@ def test_a_damaged_session_is_reported_and_the_rest_moved(
     raw[len(raw) // 2] ^= 1
     segment.write_bytes(bytes(raw))
     code, report = _migrate(str(reference_data), postgres_url, capsys)
-    assert code == 1 and report["ok"] is False
+    assert code == 1
+    assert report["ok"] is False
     assert report["sessions"]["moved"] == len(SESSIONS) - 1
     (problem,) = report["sessions"]["problems"]
-    assert problem["id"] == damaged and problem["outcome"] == "refused"
-    assert "corrupt_tail" in problem["reason"] and "workrail export" in problem["reason"]
+    assert problem["id"] == damaged
+    assert problem["outcome"] == "refused"
+    assert "corrupt_tail" in problem["reason"]
+    assert "workrail export" in problem["reason"]
 
 
 def test_an_unreachable_target_is_one_line(
@@ -108,7 +116,9 @@ def test_an_unreachable_target_is_one_line(
     url = f"postgresql://u:pa55word@127.0.0.1:{free_port()}/db"
     assert main(["migrate", "--from", str(data_dir), "--to", url]) == 1
     err = capsys.readouterr().err
-    assert "Cannot reach PostgreSQL" in err and "pa55word" not in err and "Traceback" not in err
+    assert "Cannot reach PostgreSQL" in err
+    assert "pa55word" not in err
+    assert "Traceback" not in err
 
 
 def _stamped(backend: Any) -> dict[str, Any]:

@@ -50,7 +50,8 @@ def test_two_migrations_at_once_both_succeed_and_every_session_arrives(
         assert run.returncode == 0, (out[-2000:], errors[-2000:])
         reports.append(json.loads(out))
     for report in reports:
-        assert report["sessions"]["failed"] == 0 and report["sessions"]["refused"] == 0
+        assert report["sessions"]["failed"] == 0
+        assert report["sessions"]["refused"] == 0
         assert report["sessions"]["moved"] + report["sessions"]["skipped"] == SESSIONS
     assert sum(r["sessions"]["moved"] for r in reports) == SESSIONS  # each written once
     target = open_postgres_backend(postgres_url).unwrap()
@@ -66,7 +67,8 @@ def test_a_workspace_path_with_a_nul_is_refused_and_never_blocks_a_migration(
 ) -> None:
     engine = make_engine(data_dir)
     refused = err(engine.start_workflow("probe-flow", {"goal": "x"}, workspace_path="/srv/\x00a"))
-    assert refused.code == "VALIDATION_ERROR" and "workspacePath" in refused.message
+    assert refused.code == "VALIDATION_ERROR"
+    assert "workspacePath" in refused.message
     r = engine.start_workflow("probe-flow", {"goal": "x"}, workspace_path="/srv/repo").unwrap()
     sid = r["sessionId"]
     record = data_dir / "sessions" / sid / "lifecycle.json"

@@ -98,11 +98,14 @@ def _ctrl_c(proc: subprocess.Popen[bytes]) -> float:
 def test_mcp_on_stdio_says_it_is_ready_and_stops_at_ctrl_c(data_dir: Path, stdin_tty: bool) -> None:
     with on_a_terminal(data_dir, "mcp", stdin_tty=stdin_tty) as (proc, terminal):
         ready = terminal.wait_for_line(proc)
-        assert ready.startswith("workrail mcp ") and "ready on stdio" in ready
-        assert str(data_dir) in ready and "Ctrl-C" in ready
+        assert ready.startswith("workrail mcp ")
+        assert "ready on stdio" in ready
+        assert str(data_dir) in ready
+        assert "Ctrl-C" in ready
         _ctrl_c(proc)
         assert proc.returncode == 130
-        assert proc.stdout is not None and proc.stdout.read() == b""
+        assert proc.stdout is not None
+        assert proc.stdout.read() == b""
     assert terminal.text().splitlines() == [ready, "workrail mcp: stopped."]
 
 
@@ -121,7 +124,8 @@ def test_serve_says_where_it_listens_and_stops_at_ctrl_c_with_a_client_connected
             held.sendall(b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # never finished
             _ctrl_c(proc)
         assert proc.returncode == 130
-        assert proc.stdout is not None and proc.stdout.read() == b""
+        assert proc.stdout is not None
+        assert proc.stdout.read() == b""
     lines = terminal.text().splitlines()
     assert lines == [ready, "workrail serve: stopped."]
 
@@ -139,7 +143,8 @@ def test_without_a_terminal_the_ready_line_stays_out_of_the_way(data_dir: Path) 
     )
     out, err = proc.communicate(b"", timeout=START_TIMEOUT)  # EOF at once: a clean end
     assert proc.returncode == 0
-    assert out == b"" and err == b""
+    assert out == b""
+    assert err == b""
 
 
 @pytest.mark.parametrize("command", [["serve"], ["mcp", "--http"]])
@@ -156,7 +161,8 @@ def test_a_port_in_use_is_one_line_and_exit_1(data_dir: Path, command: list[str]
             text=True,
             timeout=START_TIMEOUT,
         )
-    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.returncode == 1
+    assert proc.stdout == ""
     assert proc.stderr == (
         f"workrail {command[0]}: port {port} on 127.0.0.1 is already in use; stop what holds "
         "it or pick another with --port.\n"

@@ -65,7 +65,9 @@ def test_list_shows_full_ids_status_progress_and_title(
     out = capsys.readouterr().out
     for sid in ids:
         assert sid in out  # never cut, at any width
-    assert "in_progress" in out and "0/3" in out and "Refactor module 1" in out
+    assert "in_progress" in out
+    assert "0/3" in out
+    assert "Refactor module 1" in out
 
 
 def test_piped_the_list_is_a_table_with_a_header_and_one_line_per_session(
@@ -83,17 +85,21 @@ def test_piped_the_list_is_a_table_with_a_header_and_one_line_per_session(
     header = next(line for line in lines if line.startswith("session"))
     assert header.split() == ["session", "status", "progress", "title", "workflow", "active"]
     (row,) = [line for line in lines if sid in line]
-    assert row.startswith(sid) and long_title[:100] in row and "probe-flow" in row
+    assert row.startswith(sid)
+    assert long_title[:100] in row
+    assert "probe-flow" in row
 
 
 def test_list_json_and_search(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ids = _sessions(data_dir, 3)
     assert _run(data_dir, "--search", "module 2", "--json") == 0
     (row,) = _json(capsys)["sessions"]
-    assert row["sessionId"] == ids[2] and row["title"] == "Refactor module 2"
+    assert row["sessionId"] == ids[2]
+    assert row["title"] == "Refactor module 2"
     assert _run(data_dir, "--limit", "1", "--json") == 0
     page = _json(capsys)
-    assert len(page["sessions"]) == 1 and page["nextCursor"]
+    assert len(page["sessions"]) == 1
+    assert page["nextCursor"]
     assert _run(data_dir, "--limit", "5", "--cursor", page["nextCursor"], "--json") == 0
     assert len(_json(capsys)["sessions"]) == 2
 
@@ -109,10 +115,12 @@ def test_one_set_of_status_words_and_the_old_ones_as_aliases(
     assert _json(capsys)["sessions"] == []
     assert _run(data_dir, "show", sid, "--json") == 0
     shown = _json(capsys)
-    assert shown["status"] == "in_progress" and shown["runs"][0]["status"] == "in_progress"
+    assert shown["status"] == "in_progress"
+    assert shown["runs"][0]["status"] == "in_progress"
     assert _run(data_dir, "show", sid) == 0
     tree = capsys.readouterr().out
-    assert "in_progress" in tree and "pending" not in tree.split("\n")[0]
+    assert "in_progress" in tree
+    assert "pending" not in tree.split("\n")[0]
 
 
 @pytest.mark.parametrize(
@@ -185,7 +193,8 @@ def test_events_as_json_lines_from_a_cursor(
     assert "--since 2" in got.err
     assert _run(data_dir, "events", sid, "--since", "3", "--limit", "2") == 0
     got = capsys.readouterr()
-    assert len(got.out.splitlines()) == 2 and got.err == ""  # exactly the last two
+    assert len(got.out.splitlines()) == 2
+    assert got.err == ""
 
 
 def test_events_follow_prints_new_appends(data_dir: Path) -> None:

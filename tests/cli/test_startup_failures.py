@@ -86,9 +86,11 @@ def _assert_one_clear_line(done: subprocess.CompletedProcess[str], code: str) ->
     assert done.returncode not in (0, None), done.stderr
     assert "Traceback" not in done.stderr, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
-    assert lines and lines[0].startswith(f"{code}: "), done.stderr
+    assert lines, done.stderr
+    assert lines[0].startswith(f"{code}: "), done.stderr
     # the reason, then at most one indented line saying what to do about it
-    assert len(lines) <= 2 and all(line.startswith("  ") for line in lines[1:]), done.stderr
+    assert len(lines) <= 2, done.stderr
+    assert all(line.startswith("  ") for line in lines[1:]), done.stderr
     assert done.stdout == ""
 
 

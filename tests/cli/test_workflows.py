@@ -32,20 +32,26 @@ def test_validate_reports_problems_and_json() -> None:
         "validate", str(CORPUS / "many-problems.json"), str(WORKFLOWS / "wr.code-review.json")
     )
     assert code == 1
-    assert "INVALID" in text and "DUPLICATE_STEP_ID" in text and "1/2 valid" in text
-    assert "problems)" in text and "problem(s)" not in text
+    assert "INVALID" in text
+    assert "DUPLICATE_STEP_ID" in text
+    assert "1/2 valid" in text
+    assert "problems)" in text
+    assert "problem(s)" not in text
     assert text.rstrip().splitlines()[-1].startswith("Next: fix each problem")
     code, text = run("validate", str(CORPUS / "unknown-loop-body.json"))
-    assert code == 1 and "(1 problem)" in text
+    assert code == 1
+    assert "(1 problem)" in text
     code, text = run("validate", "--json", str(CORPUS / "unknown-loop-body.json"))
     payload = json.loads(text)
-    assert code == 1 and payload["valid"] is False
+    assert code == 1
+    assert payload["valid"] is False
     assert payload["files"][0]["problems"][0]["code"] == "UNKNOWN_LOOP_BODY"
 
 
 def test_validate_missing_path_exit_two() -> None:
     code, text = run("validate", str(CORPUS / "no-such-file.json"))
-    assert code == 2 and "MISSING" in text
+    assert code == 2
+    assert "MISSING" in text
 
 
 @pytest.fixture
@@ -71,7 +77,9 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 def test_workflows_list_and_show(project: dict[str, str]) -> None:
     code, text = run("workflows", env=project)
     assert code == 0
-    assert "wr.coding-task" in text and "INVALID" in text and "shadowed: code-review" in text
+    assert "wr.coding-task" in text
+    assert "INVALID" in text
+    assert "shadowed: code-review" in text
     lines = text.splitlines()
     assert lines[0].split() == ["WORKFLOW", "DESCRIPTION"]
     build = lines.index("Build and change code")
@@ -89,13 +97,17 @@ def test_workflows_list_and_show(project: dict[str, str]) -> None:
     assert shown["compiled"]["sourceKind"] == "v1_pinned"
     assert shown["workflowHash"].startswith("sha256:")
     code, text = run("--json", "workflows", "show", "coding-task", env=project)
-    assert code == 0 and json.loads(text)["workflowId"] == "wr.coding-task"  # the alias
+    assert code == 0
+    assert json.loads(text)["workflowId"] == "wr.coding-task"
     code, text = run("--json", "workflows", "show", "code-review", env=project)
-    assert code == 0 and json.loads(text)["workflowId"] == "code-review"  # a real id wins
+    assert code == 0
+    assert json.loads(text)["workflowId"] == "code-review"
     code, text = run("workflows", "show", "coding-task", env=project)
-    assert code == 0 and "loop forEach" in text
+    assert code == 0
+    assert "loop forEach" in text
     code, text = run("workflows", "show", "nope", env=project)
-    assert code == 1 and "Workflow not found: nope" in text
+    assert code == 1
+    assert "Workflow not found: nope" in text
 
 
 def test_workflows_show_of_an_invalid_file_is_workflow_invalid(
@@ -105,12 +117,16 @@ def test_workflows_show_of_an_invalid_file_is_workflow_invalid(
     workflow_id = json.loads((CORPUS / "empty-steps.json").read_text())["id"]
     code, text = run("workflows", "show", workflow_id, env=project)
     err = capsys.readouterr().err
-    assert code == 1 and err.startswith("WORKFLOW_INVALID: ") and "bad.json" in err
+    assert code == 1
+    assert err.startswith("WORKFLOW_INVALID: ")
+    assert "bad.json" in err
     assert "Workflow not found" not in text + err
-    assert "invalid definition at" in text and "$" in text
+    assert "invalid definition at" in text
+    assert "$" in text
     code, text = run("--json", "workflows", "show", workflow_id, env=project)
     found = json.loads(text)["error"]
-    assert code == 1 and found["code"] == "WORKFLOW_INVALID"
+    assert code == 1
+    assert found["code"] == "WORKFLOW_INVALID"
     assert found["details"]["details"]["path"].endswith("bad.json")
     assert found["details"]["details"]["problems"]
 
@@ -123,14 +139,19 @@ def test_validate_warns_of_quoted_literals_without_changing_the_verdict(tmp_path
     raw["steps"][0]["runCondition"] = {"var": "skipReview", "equals": "false"}
     path.write_text(json.dumps(raw))
     code, text = run("validate", str(path))
-    assert code == 0 and "1/1 valid" in text and "INVALID" not in text
+    assert code == 0
+    assert "1/1 valid" in text
+    assert "INVALID" not in text
     assert "WARNING CONDITION_QUOTED_LITERAL  $.steps[0].runCondition.equals" in text
-    assert "write false without quotes" in text and "1 warning:" in text
+    assert "write false without quotes" in text
+    assert "1 warning:" in text
     code, text = run("validate", "--json", str(path), str(clean))
     payload = json.loads(text)
-    assert code == 0 and payload["valid"] is True
+    assert code == 0
+    assert payload["valid"] is True
     warned, plain = payload["files"]
-    assert warned["valid"] is True and warned["problems"] == []
+    assert warned["valid"] is True
+    assert warned["problems"] == []
     assert [w["code"] for w in warned["warnings"]] == ["CONDITION_QUOTED_LITERAL"]
     assert plain["warnings"] == []
     assert warned["workflowHash"].startswith("sha256:")

@@ -23,7 +23,8 @@ def run(*argv: str, env: dict[str, str] | None = None) -> tuple[int, str]:
 def test_validate_names_the_constructs_and_their_releases() -> None:
     code, text = run("validate", str(V3 / "blocks.json"))
     assert code == 0, text
-    assert "uses: promptBlocks (after v1.4.0" in text and "features (" in text
+    assert "uses: promptBlocks (after v1.4.0" in text
+    assert "features (" in text
     code, text = run("validate", "--json", str(V3 / "metrics.json"))
     payload = json.loads(text)
     uses = {u["construct"]: u["workrailVersion"] for u in payload["files"][0]["uses"]}
@@ -34,7 +35,8 @@ def test_validate_names_the_constructs_and_their_releases() -> None:
 
 def test_a_v14_file_uses_only_v14_constructs() -> None:
     code, text = run("validate", str(LEGACY / "code-review.json"))
-    assert code == 0 and "uses: WorkRail v1.4.0 constructs only" in text
+    assert code == 0
+    assert "uses: WorkRail v1.4.0 constructs only" in text
 
 
 def test_warnings_do_not_fail_validation() -> None:
@@ -51,7 +53,8 @@ def test_a_routine_beside_the_file_is_found(tmp_path: Path) -> None:
     lonely = tmp_path / "routine-call.json"
     lonely.write_text((V3 / "routine-call.json").read_text())
     code, text = run("validate", str(lonely))
-    assert code == 1 and "UNKNOWN_TEMPLATE" in text
+    assert code == 1
+    assert "UNKNOWN_TEMPLATE" in text
 
 
 def _reserved(tmp_path: Path) -> Path:
@@ -67,7 +70,8 @@ def _reserved(tmp_path: Path) -> Path:
 def test_library_files_may_use_the_reserved_namespace(tmp_path: Path) -> None:
     library = _reserved(tmp_path)
     code, text = run("validate", str(library / "wr.review.json"))
-    assert code == 1 and "RESERVED_NAMESPACE" in text
+    assert code == 1
+    assert "RESERVED_NAMESPACE" in text
     code, text = run("validate", "--library", str(library / "wr.review.json"))
     assert code == 0, text
 
@@ -93,5 +97,6 @@ def test_a_library_workflow_replaces_the_bundled_one(tmp_path: Path) -> None:
     code, text = run("workflows", "--json", "--library", str(library), env=env)
     listing = json.loads(text)
     review = next(w for w in listing["workflows"] if w["workflowId"] == "wr.code-review")
-    assert review["version"] == "9.9.9" and review["source"]["origin"] == "library"
+    assert review["version"] == "9.9.9"
+    assert review["source"]["origin"] == "library"
     assert listing["shadowed"][0]["replacedByLibrary"] is True

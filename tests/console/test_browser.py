@@ -57,7 +57,8 @@ def test_session_page_of_a_forked_blocked_looped_session(
     assert page.locator(".dag a.node.kind-blocked_attempt").count() == 1
     assert page.locator(".dag .badge.fork").count() == 2, "prep was forked; so was review"
     preferred = page.locator(".dag a.node.preferred")
-    assert preferred.count() == 1 and "done" in preferred.inner_text()
+    assert preferred.count() == 1
+    assert "done" in preferred.inner_text()
     assert "preferred tip" in preferred.inner_text()
     assert page.locator(".dag .badge.tip").count() == 3
 
@@ -67,7 +68,8 @@ def test_session_page_of_a_forked_blocked_looped_session(
     assert "MISSING_REQUIRED_OUTPUT" in panel.inner_text()
     assert "What to fix:" in panel.inner_text()
     fix = panel.locator(".blocker .fix").first.inner_text()
-    assert "Send nextCall again" in fix and "fresh ackToken" not in fix, "the server's advice"
+    assert "Send nextCall again" in fix, "the server's advice"
+    assert "fresh ackToken" not in fix, "the server's advice"
     assert "Validation of attempt" in panel.inner_text()
     assert re.search(r"/sessions/[^/]+/nodes/node_", page.url), "the panel has its own URL"
     screenshot(page, "session-blocked-node")
@@ -76,8 +78,10 @@ def test_session_page_of_a_forked_blocked_looped_session(
     panel.locator(".prompt-title", has_text="Prep").wait_for()
     text = panel.inner_text()
     assert "Prepare." in text
-    assert "Prepared the review." in text and "A second take on the prep." in text
-    assert "evaluated condition" in text and "Evaluated artifact condition" in text
+    assert "Prepared the review." in text
+    assert "A second take on the prep." in text
+    assert "evaluated condition" in text
+    assert "Evaluated artifact condition" in text
     assert panel.locator("details.artifact").count() == 2
     assert '"goal": "review the parser"' in text
     page.go_back()
@@ -144,7 +148,8 @@ def test_a_long_run_opens_its_folded_steps_in_place(
     fold_id = fold.get_attribute("data-fold-id")
     fold.locator("summary").click()
     page.wait_for_function("() => document.querySelectorAll('.dag a.node').length === 31")
-    assert "/sessions/" in page.url and "open=" not in page.url, "filled in place"
+    assert "/sessions/" in page.url, "filled in place"
+    assert "open=" not in page.url, "filled in place"
     screenshot(page, "session-long-run-fold-open")
     fold.locator("a.node", has_text="work-loop@7::act").click()
     panel = page.locator("#node-panel")
@@ -215,7 +220,8 @@ def test_hostile_markdown_stays_inert(page: Any, console: RunningConsole, engine
     )
     assert hrefs == ["https://example.com/docs"]
     assert page.evaluate("() => window.__pwned === undefined")
-    assert dialogs == [] and not page.errors
+    assert dialogs == []
+    assert not page.errors
     screenshot(page, "hostile-notes")
 
 
@@ -280,7 +286,9 @@ def test_sessions_list_pages(page: Any, console: RunningConsole, engine: Engine)
             "rows => rows.map(r => r.dataset.sessionId)"
         )
     )
-    assert len(second) == 3 and first | second == made and not first & second
+    assert len(second) == 3
+    assert first | second == made
+    assert not first & second
 
 
 def test_event_log_filters_in_the_browser(
@@ -325,7 +333,8 @@ def test_workflows_view_shows_sources_shadowing_and_problems(
         assert "shadowed by" in page.locator("tr.shadowed").inner_text()
         assert "invalid" in page.locator("tr.invalid").inner_text()
         problems = page.locator(".invalid-file").inner_text()
-        assert "broken.json" in problems and "fix:" in problems
+        assert "broken.json" in problems
+        assert "fix:" in problems
         screenshot(page, "workflows")
         page.click("tr.active a:has-text('probe-flow')")
         page.wait_for_url("**/workflows/probe-flow")
@@ -339,7 +348,8 @@ def test_workflows_view_shows_sources_shadowing_and_problems(
 
 def test_unknown_session_is_a_404_page_with_a_link_back(page: Any, console: RunningConsole) -> None:
     response = page.goto(f"{console.base_url}/sessions/sess_{'a' * 26}")
-    assert response is not None and response.status == 404
+    assert response is not None
+    assert response.status == 404
     assert "no session" in page.locator(".error-message").inner_text()
     page.click("a.back")
     page.wait_for_url(f"{console.base_url}/")
@@ -371,7 +381,8 @@ def test_pages_read_as_people_read_them(page: Any, console: RunningConsole, engi
         style = ident.evaluate("e => getComputedStyle(e).whiteSpace")
         assert style == "nowrap"
         box = ident.bounding_box()
-        assert box is not None and box["height"] < 24, "on one line"
+        assert box is not None, "on one line"
+        assert box["height"] < 24, "on one line"
 
     _open(page, console, f"/sessions/{sid}")
     assert "**" not in page.locator("h1").inner_text()
@@ -381,6 +392,7 @@ def test_pages_read_as_people_read_them(page: Any, console: RunningConsole, engi
     panel.locator(".prompt-title", has_text="Plan").wait_for()
     assert panel.locator("h2 .status").inner_text() == "done"
     text = panel.inner_text()
-    assert "Accepted" in text and "No validation ran" not in text
+    assert "Accepted" in text
+    assert "No validation ran" not in text
     assert page.locator(".dag a.node.state-done").count() == 1
     assert not page.errors

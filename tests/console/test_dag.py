@@ -45,10 +45,13 @@ def test_a_2000_step_run_folds_to_a_few_lines() -> None:
     (lane,) = lay_out(_run(nodes, "n01999"))
     assert len(lane.items) == 2 * KEEP + 2, "the ends of the stretch, the fold, and the tip"
     fold = lane.items[KEEP]
-    assert isinstance(fold, Fold) and len(fold.steps) == 1999 - 2 * KEEP
+    assert isinstance(fold, Fold)
+    assert len(fold.steps) == 1999 - 2 * KEEP
     assert _ids(lane) == [n.node_id for n in nodes], "nothing is lost, only folded"
     last = lane.items[-1]
-    assert isinstance(last, Step) and last.is_preferred and last.is_tip
+    assert isinstance(last, Step)
+    assert last.is_preferred
+    assert last.is_tip
 
 
 def test_short_stretches_and_remarkable_nodes_stay_open() -> None:
@@ -60,7 +63,8 @@ def test_short_stretches_and_remarkable_nodes_stay_open() -> None:
     ]
     (lane,) = lay_out(_run(blocked, "n00029"), selected="n00020")
     shown = [i.node.node_id for i in lane.items if isinstance(i, Step)]
-    assert "n00010" in shown and "n00020" in shown, "blocked and selected nodes are never folded"
+    assert "n00010" in shown, "blocked and selected nodes are never folded"
+    assert "n00020" in shown, "blocked and selected nodes are never folded"
 
 
 def test_main_line_follows_the_preferred_tip_and_forks_become_side_lanes() -> None:
@@ -76,12 +80,14 @@ def test_main_line_follows_the_preferred_tip_and_forks_become_side_lanes() -> No
     (lane,) = lay_out(_run(nodes, "n00003"))
     assert _ids(lane) == ["n00000", "n00001", "n00002", "n00003"]
     fork = lane.items[1]
-    assert isinstance(fork, Step) and fork.is_fork
+    assert isinstance(fork, Step)
+    assert fork.is_fork
     assert [_ids(side) for side in fork.side] == [["n00004"]]
     checkpointed = lane.items[2]
     assert isinstance(checkpointed, Step)
     (side,) = checkpointed.side
-    assert side.edge_kind == "checkpoint" and _ids(side) == ["n00005"]
+    assert side.edge_kind == "checkpoint"
+    assert _ids(side) == ["n00005"]
     # The same DAG with the old fork preferred puts that branch on the main line.
     (lane,) = lay_out(_run(nodes, "n00004"))
     assert _ids(lane) == ["n00000", "n00001", "n00004"]
@@ -104,4 +110,5 @@ def test_deeply_nested_side_lanes_are_cut_with_a_link() -> None:
             break
         current, depth = sides[0], depth + 1
     assert depth == MAX_LANE_DEPTH + 1
-    assert current.truncated_at is not None and current.items == []
+    assert current.truncated_at is not None
+    assert current.items == []

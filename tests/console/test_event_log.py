@@ -19,13 +19,15 @@ def _events(data_dir: Path) -> list[DomainEvent]:
 
 def test_good_values_are_taken_and_bad_ones_noticed() -> None:
     wanted = parse_filter({"since": "5", "limit": "20", "blocked": "1"}, ["node_created"])
-    assert wanted.kinds == {"node_created"} and wanted.blocked_only
+    assert wanted.kinds == {"node_created"}
+    assert wanted.blocked_only
     assert (wanted.since, wanted.limit, wanted.notices) == (5, 20, ())
     bad = parse_filter({"since": "-1", "limit": "0", "blocked": "yes"}, ["nope", ""])
     assert (bad.kinds, bad.blocked_only, bad.since, bad.limit) == (frozenset(), False, 0, PAGE_SIZE)
     assert len(bad.notices) == 4
     huge = parse_filter({"since": "9" * 400}, [])
-    assert huge.since == 0 and "between" in huge.notices[0]
+    assert huge.since == 0
+    assert "between" in huge.notices[0]
     assert len(parse_filter({}, ["x" * 10_000]).notices[0]) < 120
 
 
@@ -46,9 +48,12 @@ def test_blocked_only_and_paging(data_dir: Path) -> None:
         "node_created",
         "edge_created",
     ]
-    assert all(r.blocked for r in blocked.rows) and blocked.total == len(events)
+    assert all(r.blocked for r in blocked.rows)
+    assert blocked.total == len(events)
     first = page_of(events, parse_filter({"limit": "10"}, []))
-    assert [r.index for r in first.rows] == list(range(10)) and first.next_since == 10
+    assert [r.index for r in first.rows] == list(range(10))
+    assert first.next_since == 10
     last = page_of(events, parse_filter({"since": str(len(events) - 3)}, []))
-    assert len(last.rows) == 3 and last.next_since is None
+    assert len(last.rows) == 3
+    assert last.next_since is None
     assert page_of(events, parse_filter({"since": str(len(events) + 5)}, [])).rows == []

@@ -60,9 +60,12 @@ def test_secret_link_sets_a_strict_httponly_cookie_and_leaves_the_url(
     assert reply.headers["location"].endswith("/workflows?x=1")
     (cookie,) = reply.cookies
     assert cookie.startswith(f"{console.cookie};")
-    assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/" in cookie
+    assert "HttpOnly" in cookie
+    assert "SameSite=strict" in cookie
+    assert "Path=/" in cookie
     wrong = console.get("/?secret=not-the-secret")
-    assert wrong.status == 303 and wrong.cookies == []
+    assert wrong.status == 303
+    assert wrong.cookies == []
     assert "notice=bad-secret" in wrong.headers["location"]
     shown = console.get("/?notice=bad-secret")
     assert "not this console" in shown.body
@@ -71,7 +74,8 @@ def test_secret_link_sets_a_strict_httponly_cookie_and_leaves_the_url(
 def test_pages_carry_security_headers(console: RunningConsole) -> None:
     reply = console.get("/")
     csp = reply.headers["content-security-policy"]
-    assert "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
+    assert "script-src 'self'" in csp
+    assert "frame-ancestors 'none'" in csp
     assert "unsafe-inline" not in csp
     assert reply.headers["x-content-type-options"] == "nosniff"
     assert reply.headers["x-frame-options"] == "DENY"
@@ -83,15 +87,18 @@ def test_export_needs_secret_csrf_and_origin(
     sid = forked_blocked_looped(engine)
     before = store.digest()
     status, body = _export(console, sid, cookie=None)
-    assert status == 403 and "needs the console&#39;s secret" in body
+    assert status == 403
+    assert "needs the console&#39;s secret" in body
     status, body = _export(console, sid, cookie=f"{console.cookie_name}=guess")
     assert status == 403
     status, body = _export(console, sid, csrf=None)
-    assert status == 403 and "token is missing or stale" in body
+    assert status == 403
+    assert "token is missing or stale" in body
     status, body = _export(console, sid, csrf="forged")
     assert status == 403
     status, body = _export(console, sid, origin="http://evil.example")
-    assert status == 403 and "did not come from a page of this console" in body
+    assert status == 403
+    assert "did not come from a page of this console" in body
     status, body = _export(console, sid, origin=None)
     assert status == 403, "no Origin and no Referer is refused"
     status, body = _export(console, sid, origin=None, referer=f"{console.base_url}/sessions/{sid}")
@@ -100,7 +107,8 @@ def test_export_needs_secret_csrf_and_origin(
     status, body = _export(console, sid)
     assert status == 200
     bundle = json.loads(body)
-    assert bundle["session"]["sessionId"] == sid and "salvage" not in bundle
+    assert bundle["session"]["sessionId"] == sid
+    assert "salvage" not in bundle
     assert console.request("GET", f"/sessions/{sid}/export").status == 405
 
 
@@ -120,7 +128,8 @@ def test_unknown_ids_are_404_pages_with_a_way_back(console: RunningConsole, engi
         reply = console.get(path)
         assert reply.status == 404, path
         assert "Back to the sessions" in reply.body, path
-        assert "Traceback" not in reply.body and "<script>" not in reply.body
+        assert "Traceback" not in reply.body
+        assert "<script>" not in reply.body
 
 
 def test_malformed_filters_are_ignored_with_a_notice(
@@ -154,7 +163,8 @@ def test_blocked_only_shows_the_blocked_attempt(console: RunningConsole, engine:
     sid = forked_blocked_looped(engine)
     reply = console.get(f"/sessions/{sid}/events?blocked=1")
     rows = re.findall(r'<tr class="event kind-([a-z_]+)( blocked)?"', reply.body)
-    assert rows and all(flag for _kind, flag in rows)
+    assert rows
+    assert all(flag for _kind, flag in rows)
     kinds = {kind for kind, _ in rows}
     assert {"node_created", "edge_created", "validation_performed"} <= kinds
 
@@ -183,7 +193,8 @@ def test_damaged_session_is_shown_read_only_from_its_prefix(
         assert reply.status == 200, path
         assert "corrupt_tail" in reply.body
     page = console.get(f"/sessions/{sid}")
-    assert "Damaged session" in page.body and "validated prefix" in page.body
+    assert "Damaged session" in page.body
+    assert "validated prefix" in page.body
     assert 'data-node-id="node_' in page.body
     assert store.digest() == before
 
@@ -196,7 +207,8 @@ def test_a_session_whose_head_is_unreadable_is_still_a_page(
     kind = store.open().sessions.health(sid).unwrap().kind
     assert kind in ("corrupt_head", "corrupt_tail")  # files: head; PostgreSQL: first segment
     page = console.get(f"/sessions/{sid}")
-    assert page.status == 200 and f"Damaged session ({kind})" in page.body
+    assert page.status == 200
+    assert f"Damaged session ({kind})" in page.body
     assert "holds no run" in page.body
 
 
@@ -232,9 +244,12 @@ def test_a_folded_stretch_is_rendered_only_when_asked_for(
     assert fold not in shown
 
     opened = console.get(f"/sessions/{sid}?open={fold}&open=nonsense&open=node_UPPER")
-    assert opened.status == 200 and f'id="fold-{fold}" data-fold-id="{fold}" open' in opened.body
+    assert opened.status == 200
+    assert f'id="fold-{fold}" data-fold-id="{fold}" open' in opened.body
     every = re.findall(r'data-node-id="(node_[a-z0-9]+)"', opened.body)
-    assert len(every) == 31 and fold in every and set(shown) <= set(every)
+    assert len(every) == 31
+    assert fold in every
+    assert set(shown) <= set(every)
 
     middle = every[15]
     node_page = console.get(f"/sessions/{sid}/nodes/{middle}")
@@ -249,7 +264,8 @@ def test_search_finds_a_word_inside_a_flag_or_a_path(
     ok(engine.advance(r["stateToken"], r["ackToken"], notes_markdown="Touched src/report.py"))
     for word in ("verbose", "report"):
         reply = console.get(f"/?q={word}", Cookie=_cookie(console))
-        assert reply.status == 200 and f'data-session-id="{sid}"' in reply.body, word
+        assert reply.status == 200, word
+        assert f'data-session-id="{sid}"' in reply.body, word
 
 
 def test_the_status_filter_takes_the_status_words_and_their_aliases(
@@ -258,8 +274,10 @@ def test_the_status_filter_takes_the_status_words_and_their_aliases(
     sid, _ = started(engine)
     for word in ("in_progress", "pending", "in+progress"):
         reply = console.get(f"/?status={word}")
-        assert reply.status == 200 and "Ignored status" not in reply.body, word
+        assert reply.status == 200, word
+        assert "Ignored status" not in reply.body, word
         assert f'data-session-id="{sid}"' in reply.body, word
         assert 'value="in_progress" checked' in reply.body, word
     page = console.get(f"/sessions/{sid}")
-    assert "status-in_progress" in page.body and ">pending<" not in page.body
+    assert "status-in_progress" in page.body
+    assert ">pending<" not in page.body

@@ -65,7 +65,8 @@ def test_list_filters_search_and_archived_toggle(
     page.goto(f"{console.base_url}/?workflow=loopctl-flow")
     assert _ids(page) == {looped}
     page.goto(f"{console.base_url}/?q=nothing-like-this-anywhere")
-    assert _ids(page) == set() and "No session matches" in page.inner_text("#session-list")
+    assert _ids(page) == set()
+    assert "No session matches" in page.inner_text("#session-list")
 
     engine.archive([plain]).unwrap()
     page.goto(f"{console.base_url}/")
@@ -92,7 +93,9 @@ def test_list_pages_with_the_cursor_and_keeps_filters(
     page.wait_for_url("**cursor=*")
     assert "workflow=probe-flow" in page.url
     second = _ids(page)
-    assert len(second) == 2 and first | second == made and not first & second
+    assert len(second) == 2
+    assert first | second == made
+    assert not first & second
     page.click("text=First page")
     page.wait_for_url(lambda url: "cursor=" not in url)  # the next page, not this one
     assert "workflow=probe-flow" in page.url
@@ -137,7 +140,8 @@ def test_delete_needs_confirmation_and_the_secret(
     page.wait_for_url(f"{console.base_url}/?notice=deleted")
     assert _ids(page) == {keep}
     response = page.goto(f"{console.base_url}/sessions/{sid}")
-    assert response is not None and response.status == 404
+    assert response is not None
+    assert response.status == 404
 
 
 def test_lifecycle_posts_need_secret_csrf_origin_and_confirmation(
@@ -155,11 +159,13 @@ def test_lifecycle_posts_need_secret_csrf_origin_and_confirmation(
     assert _post(console, f"/sessions/{sid}/delete", {"csrf": csrf}).status == 400
     assert store.digest() == before
     archived = _post(console, f"/sessions/{sid}/archive", {"csrf": csrf})
-    assert archived.status == 303 and archived.headers["location"].endswith("notice=archived")
+    assert archived.status == 303
+    assert archived.headers["location"].endswith("notice=archived")
     again = _post(console, f"/sessions/{sid}/archive", {"csrf": csrf})
     assert again.status == 303, "archiving an archived session is a no-op, not an error"
     gone = _post(console, f"/sessions/{sid}/delete", {"csrf": csrf, "confirm": sid})
-    assert gone.status == 303 and gone.headers["location"].endswith("/?notice=deleted")
+    assert gone.status == 303
+    assert gone.headers["location"].endswith("/?notice=deleted")
     assert console.get(f"/sessions/{sid}").status == 404
     assert _post(console, f"/sessions/{sid}/archive", {"csrf": csrf}).status == 404
 
@@ -169,11 +175,14 @@ def test_resume_call_finds_the_session(page: Any, console: RunningConsole, engin
     _open(page, console, f"/sessions/{sid}")
     page.click("#resume-call summary")
     call = json.loads(page.inner_text("#resume-call-text"))
-    assert call["tool"] == "resume_session" and call["params"]["sessionId"] == sid
-    assert "stateToken" not in page.content() and "st1." not in page.content()
+    assert call["tool"] == "resume_session"
+    assert call["params"]["sessionId"] == sid
+    assert "stateToken" not in page.content()
+    assert "st1." not in page.content()
     found = resume_handler(engine)(call["params"]).unwrap()
     (best, *_) = found["candidates"]
-    assert best["sessionId"] == sid and best["runId"] == call["params"]["runId"]
+    assert best["sessionId"] == sid
+    assert best["runId"] == call["params"]["runId"]
     page.click("button[data-copy]")
     page.wait_for_function(
         "() => document.querySelector('button[data-copy]').textContent !== 'Copy'"

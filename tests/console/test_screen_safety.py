@@ -22,4 +22,5 @@ def test_bidi_and_control_characters_are_rendered_visibly(
         for raw in ("\u202e", "\u202c", "\u2066", "\u2069", "\x1b"):
             assert raw not in body, (path, repr(raw))
     page = console.get(f"/sessions/{sid}").body
-    assert "[U+202E]" in page and "\\x1b[2J" in page
+    assert "[U+202E]" in page
+    assert "\\x1b[2J" in page

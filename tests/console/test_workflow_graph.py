@@ -37,11 +37,14 @@ STEPS = [
 
 def test_every_kind_of_step_has_its_shape_and_texts_are_escaped() -> None:
     svg = str(graph_svg(graph_steps(STEPS), {}))
-    assert "<script>" not in svg and "&lt;script&gt;" in svg
+    assert "<script>" not in svg
+    assert "&lt;script&gt;" in svg
     assert svg.count('class="wg-box wg-step"') == 2  # triage, the loop's body
     assert 'class="wg-box wg-step wg-conditional"' in svg
-    assert 'class="wg-box wg-routine"' in svg and "routine wr.templates.routine.ctx" in svg
-    assert 'class="wg-loop"' in svg and "decided by the agent" in svg
+    assert 'class="wg-box wg-routine"' in svg
+    assert "routine wr.templates.routine.ctx" in svg
+    assert 'class="wg-loop"' in svg
+    assert "decided by the agent" in svg
     assert 'class="wg-cond">if risk = &#34;high&#34; and n ≥ 3<' in svg
 
 

@@ -142,7 +142,8 @@ def test_only_small_urlencoded_forms_are_read(
         ],
         form,
     )
-    assert _status(answer) == 303 and b"notice=archived" in answer
+    assert _status(answer) == 303
+    assert b"notice=archived" in answer
 
 
 def test_two_consoles_on_one_host_keep_their_secrets_apart(
@@ -172,7 +173,8 @@ def test_two_consoles_on_one_host_keep_their_secrets_apart(
                         "Content-Type": "application/x-www-form-urlencoded",
                     },
                 )
-                assert reply.status == 200 and sid in reply.body
+                assert reply.status == 200
+                assert sid in reply.body
     finally:
         other.stop()
         other.backend.close()

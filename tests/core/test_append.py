@@ -67,11 +67,13 @@ def test_the_manifest_group_attests_the_segment_then_each_sorted_pin() -> None:
     assert isinstance(closed, SegmentClosed)
     assert (closed.manifestIndex, closed.firstEventIndex, closed.lastEventIndex) == (7, 0, 2)
     assert closed.segmentRelPath == "events/00000000-00000002.jsonl"
-    assert closed.sha256 == sha256_digest(segment) and closed.bytes == len(segment)
+    assert closed.sha256 == sha256_digest(segment)
+    assert closed.bytes == len(segment)
     pins = group[1:]
     assert all(isinstance(p, SnapshotPinned) for p in pins)
     assert [p.manifestIndex for p in pins] == list(range(8, 8 + len(plan.pins)))
-    assert segment.count(b"\n") == len(plan.events) and segment.endswith(b"\n")
+    assert segment.count(b"\n") == len(plan.events)
+    assert segment.endswith(b"\n")
 
 
 def test_admit_answers_a_replay_the_rows_to_write_or_why_not() -> None:

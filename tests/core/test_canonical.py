@@ -252,7 +252,7 @@ def test_canonical_digest_hashes_the_canonical_bytes() -> None:
 )
 def test_non_digests_are_rejected(text: str) -> None:
     assert not is_digest(text)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="not a sha256 digest"):
         digest_file_name(text)
 
 

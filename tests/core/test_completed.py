@@ -20,7 +20,8 @@ def test_adding_one_by_one_equals_sorting_the_whole_set(values: list[str]) -> No
     assert list(grown.ordered) == sorted(set(values), key=collation_key)
     assert list(grown.ordered) == sort_completed(values)
     as_set: object = set(values)  # a CompletedKeys equals the plain set of its keys
-    assert grown == as_set and grown == CompletedKeys(values)
+    assert grown == as_set
+    assert grown == CompletedKeys(values)
     assert len(grown) == len(set(values))
 
 
@@ -41,7 +42,8 @@ def test_adding_a_present_key_returns_the_same_set() -> None:
 def test_sets_are_immutable_values() -> None:
     before = CompletedKeys(["a"])
     after = before.with_key("b")
-    assert list(before) == ["a"] and list(after) == ["a", "b"]
+    assert list(before) == ["a"]
+    assert list(after) == ["a", "b"]
     assert hash(CompletedKeys(["a", "b"])) == hash(frozenset({"a", "b"}))
 
 

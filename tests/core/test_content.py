@@ -19,4 +19,5 @@ def test_damaged_or_foreign_bytes_say_why() -> None:
     assert decode_content(sha256_digest(data), other) == Failure("content does not match")
     for raw, why in ((b"{not json", "invalid JSON"), (b"[1,2]", "not a JSON object")):
         result = decode_content(sha256_digest(raw), raw)
-        assert isinstance(result, Failure) and result.failure().startswith(why)
+        assert isinstance(result, Failure)
+        assert result.failure().startswith(why)

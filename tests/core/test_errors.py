@@ -101,7 +101,7 @@ def test_docs_table_is_the_catalogue() -> None:
         have = docs.get(title, [])
         missing = [row for row in want if row not in have]
         extra = [row for row in have if row not in want]
-        assert not missing and not extra, (
+        assert (missing, extra) == ([], []), (
             f"docs/errors.md, table under '### {title}', must list the catalogue exactly.\n"
             + (
                 "Add (or replace the old row with):\n" + "\n".join(missing) + "\n"
@@ -116,10 +116,12 @@ def test_docs_table_is_the_catalogue() -> None:
 
 @pytest.mark.parametrize(("code", "spec"), list(CATALOG.items()), ids=list(CATALOG))
 def test_each_entry_is_usable(code: str, spec: CodeSpec) -> None:
-    assert spec.suggestion.strip() and spec.suggestion.rstrip()[-1] in ".)", code
+    assert spec.suggestion.strip(), code
+    assert spec.suggestion.rstrip()[-1] in ".)", code
     assert 400 <= spec.http_status < 600, code
     if spec.retry.retryable:
-        assert spec.http_status >= 409 and not spec.input_fault, code
+        assert spec.http_status >= 409, code
+        assert not spec.input_fault, code
     assert (spec.retry.kind == "retryable_after_ms") == (spec.retry.after_ms is not None)
 
 
@@ -133,7 +135,8 @@ def test_the_envelope_fills_in_the_catalogue_defaults() -> None:
     }
     own = envelope("NOT_FOUND", "gone", "Look elsewhere.", retry=NOT_RETRYABLE, details={"x": 1})
     assert own["details"] == {"suggestion": "Look elsewhere.", "x": 1}
-    assert retry_of(got) == retry_after_ms(1000) and suggestion_of(own) == "Look elsewhere."
+    assert retry_of(got) == retry_after_ms(1000)
+    assert suggestion_of(own) == "Look elsewhere."
     assert retry_of({"code": "STORE_UNAVAILABLE"}) == CATALOG["STORE_UNAVAILABLE"].retry
     assert suggestion_of({"code": "NO_SUCH"}) == CATALOG["INTERNAL_ERROR"].suggestion
     assert spec_of("NO_SUCH") is CATALOG["INTERNAL_ERROR"]
@@ -154,7 +157,8 @@ def test_retry_has_one_spelling_and_the_contract_spellings_derive_from_it() -> N
     bad = BundleError("BUNDLE_INTEGRITY_FAILED", "changed", "integrity/entries/0")
     assert bad.to_json()["retry"] == "no"
     wire = to_envelope(bad)
-    assert wire["retry"] == {"kind": "not_retryable"} and wire["details"]["path"] == bad.path
+    assert wire["retry"] == {"kind": "not_retryable"}
+    assert wire["details"]["path"] == bad.path
 
 
 def test_an_engine_error_without_its_own_guidance_gets_the_catalogues() -> None:

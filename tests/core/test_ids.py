@@ -45,13 +45,13 @@ def test_known_encodings() -> None:
 
 @pytest.mark.parametrize("size", [0, 15, 17, 32])
 def test_encode_requires_16_bytes(size: int) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="exactly 16 bytes"):
         b32_encode16(b"\x00" * size)
 
 
-@pytest.mark.parametrize("last", [c for c in "bcdfghjklnoprstvwxz2356" + "7"])
+@pytest.mark.parametrize("last", list("bcdfghjklnoprstvwxz2356" + "7"))
 def test_decode_rejects_non_zero_pad_bits(last: str) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="id body"):
         b32_decode16("a" * 25 + last)
     assert not is_id("sess_" + "a" * 25 + last, "sess")
     assert not is_session_id("sess_" + "a" * 25 + last)
@@ -77,7 +77,7 @@ def test_decode_rejects_non_zero_pad_bits(last: str) -> None:
     ],
 )
 def test_decode_rejects_bad_bodies(body: str) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="id body"):
         b32_decode16(body)
 
 
@@ -110,9 +110,9 @@ def test_is_id_checks_the_prefix() -> None:
 def test_id_bytes() -> None:
     raw = os.urandom(16)
     assert id_bytes(make_id("evt", raw), "evt") == raw
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="not a node id"):
         id_bytes(make_id("evt", raw), "node")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="not a evt id"):
         id_bytes("evt_" + "a" * 25 + "b", "evt")
 
 

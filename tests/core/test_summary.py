@@ -124,8 +124,8 @@ class Session:
                 health=HEALTHY,
                 last_activity=NOW,
                 lifecycle=lifecycle or SessionLifecycle(),
-                tips={ref: tip for ref in wanted.snapshot_refs},
-                workflows={h: WF for h in wanted.workflow_hashes},
+                tips=dict.fromkeys(wanted.snapshot_refs, tip),
+                workflows=dict.fromkeys(wanted.workflow_hashes, WF),
             )
         )
 
@@ -178,7 +178,8 @@ def test_progress_pending_step_and_snippet() -> None:
     assert run is not None
     assert (run.steps_done, run.steps_known) == (1, 3)
     assert (run.pending_step_id, run.pending_step_title) == ("build", "Build")
-    assert len(run.snippet.encode()) <= 1024 and run.snippet.endswith("\n\n[TRUNCATED]")
+    assert len(run.snippet.encode()) <= 1024
+    assert run.snippet.endswith("\n\n[TRUNCATED]")
     assert s.summary(TipState("complete")).primary.steps_done == 3  # type: ignore[union-attr]
 
 
@@ -190,7 +191,8 @@ def test_latest_observation_per_key_wins() -> None:
     assert (summary.git_branch, summary.git_head_sha) == ("main", "a" * 40)
     lifecycle = SessionLifecycle(workspace_path="/w").archive("2026-01-01T00:00:00Z")
     summary = s.summary(RUNNING, lifecycle)
-    assert summary.archived and summary.workspace_path == "/w"
+    assert summary.archived
+    assert summary.workspace_path == "/w"
 
 
 def test_records_round_trip_and_other_versions_are_refused() -> None:
@@ -201,7 +203,8 @@ def test_records_round_trip_and_other_versions_are_refused() -> None:
     again = SessionSummary.from_record(summary.to_record())
     assert again == summary
     assert SessionSummary.from_record({**summary.to_record(), "v": PROJECTION_VERSION + 1}) is None
-    assert matches_text(summary, "NOTES  words goal") and not matches_text(summary, "absent")
+    assert matches_text(summary, "NOTES  words goal")
+    assert not matches_text(summary, "absent")
 
 
 def test_tip_states_and_workflow_facts_are_read_leniently() -> None:
@@ -223,7 +226,8 @@ def test_tip_states_and_workflow_facts_are_read_leniently() -> None:
             },
         }
     )
-    assert facts is not None and dict(facts.step_titles) == {"a": "A", "b": "B", "c": "c"}
+    assert facts is not None
+    assert dict(facts.step_titles) == {"a": "A", "b": "B", "c": "c"}
     assert workflow_facts_of({"definition": "no"}) is None
 
 

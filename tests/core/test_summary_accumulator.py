@@ -329,7 +329,8 @@ def test_a_long_linear_session_keeps_only_the_newest_notes_that_fit() -> None:
     summary = incremental(acc, facts)
     assert summary == summarize(facts)
     words = summary.corpus.split()
-    assert "1199" in words and "5" not in words  # the newest notes won the budget
+    assert "1199" in words
+    assert "5" not in words
     assert summary.runs[0].snippet == "notes for step 1199"
 
 

@@ -14,13 +14,19 @@ def test_the_oldest_go_first_and_a_read_counts_as_use() -> None:
         cache.put(key, key.upper(), 1)
     assert cache.get("a") == "A"
     cache.put("d", "D", 1)
-    assert "b" not in cache and all(k in cache for k in "acd")
+    assert "b" not in cache
+    assert all(k in cache for k in "acd")
     cache.put("e", "E", 9)  # 12 > 10: c, then a, go
-    assert len(cache) == 2 and "d" in cache and cache.held_weight == 10
+    assert len(cache) == 2
+    assert "d" in cache
+    assert cache.held_weight == 10
     cache.put("f", "F", 11)  # heavier than the bound: kept alone
-    assert len(cache) == 1 and cache.get("f") == "F" and cache.held_weight == 11
+    assert len(cache) == 1
+    assert cache.get("f") == "F"
+    assert cache.held_weight == 11
     cache.forget("f")
-    assert len(cache) == 0 and cache.held_weight == 0
+    assert len(cache) == 0
+    assert cache.held_weight == 0
 
 
 @given(st.lists(st.tuples(st.sampled_from("abcdefgh"), st.integers(0, 40)), max_size=60))

@@ -57,7 +57,8 @@ def test_copies_with_updates_do_not_touch_the_shared_sets() -> None:
     other = parse_event(raw_event("node_created"))
     before = set(other.__pydantic_fields_set__)
     copied = event.model_copy(update={"eventIndex": 7})
-    assert copied.eventIndex == 7 and event.eventIndex == 3
+    assert copied.eventIndex == 7
+    assert event.eventIndex == 3
     assert other.__pydantic_fields_set__ == before
 
 

@@ -118,7 +118,8 @@ def test_a_loop_entered_without_its_control_artifact_asks_for_one(data_dir: Path
     assert _events(data_dir) == before
     call = failure["details"]["nextCall"]
     (artifact,) = call["params"]["output"]["artifacts"]
-    assert artifact["kind"] == "wr.loop_control" and artifact["loopId"] == "review-loop"
+    assert artifact["kind"] == "wr.loop_control"
+    assert artifact["loopId"] == "review-loop"
     artifact["decision"] = "continue"
     assert ok(_advance_with(engine, call))["pending"]["stepId"] == "review"
 
@@ -151,7 +152,8 @@ def test_a_first_step_loop_over_missing_context_answers_start_with_a_next_call(
     failure = err(engine.start_workflow("each-first")).to_envelope()
     assert failure["code"] == "VALIDATION_ERROR"
     call = failure["details"]["nextCall"]
-    assert call["tool"] == "start_workflow" and "things" in call["params"]["context"]
+    assert call["tool"] == "start_workflow"
+    assert "things" in call["params"]["context"]
     assert not (tmp_path / "data" / "sessions").exists() or not list(
         (tmp_path / "data" / "sessions").iterdir()
     )

@@ -27,7 +27,8 @@ def test_start_writes_the_start_plan(engine: Engine, data_dir: Path) -> None:
         "title": "Plan",
         "prompt": "Write a plan for the task.",
     }
-    assert r["isComplete"] is False and "kind" not in r
+    assert r["isComplete"] is False
+    assert "kind" not in r
     assert r["nextIntent"] == "perform_pending_then_continue"
     assert r["nextCall"]["params"] == {
         "intent": "advance",
@@ -62,7 +63,8 @@ def test_tokens_are_short(engine: Engine) -> None:
 def test_advance_to_completion_and_replay_is_byte_identical(engine: Engine, data_dir: Path) -> None:
     r = ok(engine.start_workflow("probe-flow"))
     a = ok(engine.advance(r["stateToken"], r["ackToken"], notes_markdown="planned"))
-    assert a["kind"] == "ok" and a["pending"]["stepId"] == "build"
+    assert a["kind"] == "ok"
+    assert a["pending"]["stepId"] == "build"
     sid = _sid(engine, r["stateToken"])
     before = tree_digest(data_dir)
     again = ok(engine.advance(r["stateToken"], r["ackToken"], notes_markdown="planned"))
@@ -133,7 +135,8 @@ def test_checkpoint_is_idempotent_and_does_not_advance(engine: Engine, data_dir:
     a = ok(engine.advance(r["stateToken"], r["ackToken"], notes_markdown="planned"))
     assert a["pending"]["stepId"] == "build"
     edge = _events(data_dir, _sid(engine, r["stateToken"]))[-2]
-    assert edge.kind == "edge_created" and edge.data.cause.kind == "non_tip_advance"
+    assert edge.kind == "edge_created"
+    assert edge.data.cause.kind == "non_tip_advance"
 
 
 def test_fork_keeps_both_branches_and_their_recaps(engine: Engine, data_dir: Path) -> None:
@@ -147,8 +150,10 @@ def test_fork_keeps_both_branches_and_their_recaps(engine: Engine, data_dir: Pat
     assert [e.data.cause.kind for e in edges] == ["intentional_fork", "non_tip_advance"]
     a = ok(engine.rehydrate(first["stateToken"]))["pending"]["prompt"]
     b = ok(engine.rehydrate(second["stateToken"]))["pending"]["prompt"]
-    assert "plan A" in a and "plan B" not in a
-    assert "plan B" in b and "plan A" not in b
+    assert "plan A" in a
+    assert "plan B" not in a
+    assert "plan B" in b
+    assert "plan A" not in b
     # both branches stay usable
     ok(engine.advance(first["stateToken"], first["ackToken"], notes_markdown="built A"))
     ok(engine.advance(second["stateToken"], second["ackToken"], notes_markdown="built B"))
@@ -169,7 +174,8 @@ def test_blocked_outcome_then_retry(engine: Engine, data_dir: Path) -> None:
     done = ok(
         engine.advance(missing["stateToken"], missing["retryAckToken"], notes_markdown="DONE now")
     )
-    assert done["kind"] == "ok" and done["pending"]["stepId"] == "write-two"
+    assert done["kind"] == "ok"
+    assert done["pending"]["stepId"] == "write-two"
     sid = _sid(engine, r["stateToken"])
     kinds = [e.kind for e in _events(data_dir, sid)]
     assert kinds.count("validation_performed") == 3  # two blocked + one retry-mode success
@@ -261,7 +267,8 @@ def test_unhealthy_session_refuses_writes(engine: Engine, data_dir: Path) -> Non
 
 def test_unknown_workflow(engine: Engine) -> None:
     e = err(engine.start_workflow("nope"))
-    assert e.code == "NOT_FOUND" and e.message == "Workflow not found: nope"
+    assert e.code == "NOT_FOUND"
+    assert e.message == "Workflow not found: nope"
     assert err(engine.inspect_workflow("nope")).code == "NOT_FOUND"
 
 
@@ -393,7 +400,8 @@ def test_rehydrate_recap_keeps_the_newest_notes_within_the_budget(tmp_path: Path
         )
     prompt = ok(engine.rehydrate(current["stateToken"]))["pending"]["prompt"]
     assert len(prompt.encode()) <= 12288
-    assert "NOTE-9" in prompt and "NOTE-0" not in prompt
+    assert "NOTE-9" in prompt
+    assert "NOTE-0" not in prompt
     assert "[TRUNCATED]" not in prompt  # recaps were chosen to fit, not cut mid-way
 
 
@@ -411,4 +419,5 @@ def test_a_regenerated_keyring_is_logged_and_old_tokens_say_how_to_recover(
     failure = err(engine.rehydrate(started["stateToken"])).to_envelope()
     assert failure["code"] == "TOKEN_BAD_SIGNATURE"
     suggestion = failure["details"]["suggestion"]
-    assert "signing key has changed" in suggestion and "import_session" in suggestion
+    assert "signing key has changed" in suggestion
+    assert "import_session" in suggestion

@@ -32,7 +32,8 @@ def test_locked_session_is_retryable_and_replays_still_work(data_dir: Path) -> N
         text=True,
     )
     try:
-        assert child.stdout is not None and child.stdout.readline().strip() == "READY"
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "READY"
         locked = err(engine.advance(a["stateToken"], a["ackToken"], notes_markdown="built"))
         assert locked.code == "TOKEN_SESSION_LOCKED"
         assert locked.retry_guidance.to_json() == {"kind": "retryable_after_ms", "afterMs": 1000}
@@ -42,7 +43,8 @@ def test_locked_session_is_retryable_and_replays_still_work(data_dir: Path) -> N
         assert ok(engine.advance(r["stateToken"], r["ackToken"], notes_markdown="planned")) == a
         ok(engine.rehydrate(a["stateToken"]))
     finally:
-        assert child.stdin is not None and child.stdout is not None
+        assert child.stdin is not None
+        assert child.stdout is not None
         child.stdin.close()
         child.wait(timeout=30)
         child.stdout.close()

@@ -48,7 +48,8 @@ def test_import_into_a_fresh_data_dir_continues_like_the_original(
     target = make_engine(tmp_path / "elsewhere")
     tokens = tokens_for_import(target, _import(target, raw))
     assert tokens is not None
-    assert tokens["sessionId"] == sid and tokens["renamed"] is False
+    assert tokens["sessionId"] == sid
+    assert tokens["renamed"] is False
     (run,) = tokens["runs"]
     assert set(run) == {
         "runId",
@@ -62,10 +63,12 @@ def test_import_into_a_fresh_data_dir_continues_like_the_original(
         "nextIntent",
         "nextCall",
     }
-    assert run["isComplete"] is False and run["pending"]["stepId"] == "build"
+    assert run["isComplete"] is False
+    assert run["pending"]["stepId"] == "build"
     assert run["nextCall"]["params"]["ackToken"] == run["ackToken"]
     chosen = preferred_run(tokens)
-    assert chosen is not None and chosen["runId"] == run["runId"]
+    assert chosen is not None
+    assert chosen["runId"] == run["runId"]
 
     imported_next = ok(target.advance(run["stateToken"], run["ackToken"], notes_markdown="built"))
     assert imported_next["pending"] == original_next["pending"]
@@ -78,7 +81,8 @@ def test_import_into_the_same_data_dir_is_renamed_and_usable(data_dir: Path) -> 
     engine = make_engine(data_dir)
     sid, at_build, raw = _mid_run(engine)
     tokens = tokens_for_import(engine, _import(engine, raw))
-    assert tokens["renamed"] is True and tokens["sessionId"] != sid
+    assert tokens["renamed"] is True
+    assert tokens["sessionId"] != sid
     (run,) = tokens["runs"]
     state = engine.deps.codec.parse_state(run["stateToken"]).unwrap()
     assert state.session_id == tokens["sessionId"]
@@ -103,8 +107,10 @@ def test_completed_run_gets_a_state_token_but_no_ack(data_dir: Path, tmp_path: P
     target = make_engine(tmp_path / "elsewhere")
     tokens = tokens_for_import(target, _import(target, raw))
     (run,) = tokens["runs"]
-    assert run["isComplete"] is True and run["pending"] is None
-    assert "ackToken" not in run and run["nextIntent"] == "complete"
+    assert run["isComplete"] is True
+    assert run["pending"] is None
+    assert "ackToken" not in run
+    assert run["nextIntent"] == "complete"
     assert preferred_run(tokens) is run
 
 

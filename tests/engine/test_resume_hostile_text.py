@@ -47,5 +47,6 @@ def test_a_nul_in_any_argument_is_a_validation_error(
 ) -> None:
     refused = err(engine.resume_session(request_))
     assert refused.code == "VALIDATION_ERROR", refused
-    assert field in refused.message and "NUL" in refused.message
+    assert field in refused.message
+    assert "NUL" in refused.message
     assert engine.resume_session(ResumeRequest(query="parser")).unwrap().candidates

@@ -26,12 +26,14 @@ def test_node_detail_of_a_forked_blocked_looped_session(data_dir: Path) -> None:
     prep_id = run.roots[0]
 
     prep = inspect_session(backend, sid, prep_id).node
-    assert prep is not None and prep.step_id == "prep" and prep.parent is None
-    assert prep.prompt is not None and prep.prompt.text.startswith("Prepare.")
+    assert prep is not None
+    assert prep.step_id == "prep"
+    assert prep.parent is None
+    assert prep.prompt is not None
+    assert prep.prompt.text.startswith("Prepare.")
     assert prep.notes == ["Prepared the review.", "A second take on the prep."]
-    assert len(prep.artifacts) == 2 and '"decision": "continue"' in (
-        prep.artifacts[0].content_json or ""
-    )
+    assert len(prep.artifacts) == 2
+    assert '"decision": "continue"' in (prep.artifacts[0].content_json or "")
     assert prep.context == {"goal": "review the parser"}
     assert {t.kind for t in prep.trace} >= {
         "evaluated_condition",
@@ -41,18 +43,25 @@ def test_node_detail_of_a_forked_blocked_looped_session(data_dir: Path) -> None:
     assert len(prep.children) == 2
 
     blocked = inspect_session(backend, sid, blocked_id).node
-    assert blocked is not None and blocked.state == "blocked" and blocked.kind == "blocked_attempt"
-    assert blocked.block is not None and blocked.block.retryable
+    assert blocked is not None
+    assert blocked.state == "blocked"
+    assert blocked.kind == "blocked_attempt"
+    assert blocked.block is not None
+    assert blocked.block.retryable
     assert blocked.block.reason == "missing_required_output"
     (blocker,) = blocked.block.blockers
-    assert blocker.code == "MISSING_REQUIRED_OUTPUT" and blocker.fix
-    assert blocked.entry_validation is not None and not blocked.entry_validation.valid
+    assert blocker.code == "MISSING_REQUIRED_OUTPUT"
+    assert blocker.fix
+    assert blocked.entry_validation is not None
+    assert not blocked.entry_validation.valid
     assert blocked.entered_by_attempt == blocked.entry_validation.attempt_id
-    assert blocked.prompt is not None and "Review and decide." in blocked.prompt.text
+    assert blocked.prompt is not None
+    assert "Review and decide." in blocked.prompt.text
     assert [v.valid for v in blocked.validations] == [True], "the retry from it passed"
 
     missing = inspect_session(backend, sid, "node_" + "a" * 26)
-    assert missing.node is None and not missing.node_known
+    assert missing.node is None
+    assert not missing.node_known
     assert tree_digest(data_dir) == before, "inspecting never writes"
 
 
@@ -62,10 +71,13 @@ def test_a_damaged_session_is_inspected_from_its_prefix(data_dir: Path) -> None:
     ok(engine.advance(r["stateToken"], r["ackToken"], notes_markdown="planned"))
     damage_tail(data_dir, sid)
     inspection = inspect_session(LocalBackend.open(data_dir), sid)
-    assert inspection.view.prefix_only and not inspection.view.is_healthy
+    assert inspection.view.prefix_only
+    assert not inspection.view.is_healthy
     (run,) = inspection.view.runs
     node = inspect_session(LocalBackend.open(data_dir), sid, run.roots[0]).node
-    assert node is not None and node.step_id == "plan" and node.prompt is not None
+    assert node is not None
+    assert node.step_id == "plan"
+    assert node.prompt is not None
 
 
 def test_a_pinned_workflow_that_could_not_be_read_is_read_again_next_time(

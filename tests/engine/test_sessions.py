@@ -66,7 +66,8 @@ def test_listing_pages_with_cursors_and_rejects_bad_input(engine: Engine) -> Non
         cursor = page.next_cursor
         if cursor is None:
             break
-    assert sorted(seen) == sorted(ids) and len(seen) == 5
+    assert sorted(seen) == sorted(ids)
+    assert len(seen) == 5
     typo = err(engine.list_sessions(ListRequest(statuses=("in_progres",))))
     assert typo.code == "VALIDATION_ERROR"
     assert typo.details["details"]["didYouMean"] == "in_progress"
@@ -89,11 +90,14 @@ def test_prune_and_list_refuse_an_unknown_status_alike(engine: Engine, data_dir:
 def test_events_since_pages_and_reports_gaps(engine: Engine, data_dir: Path) -> None:
     sid = _start(engine)
     page = engine.events_since(sid, 0, 2).unwrap()
-    assert [e.eventIndex for e in page.events] == [0, 1] and page.next_cursor == 2
+    assert [e.eventIndex for e in page.events] == [0, 1]
+    assert page.next_cursor == 2
     rest = engine.events_since(sid[:12], page.next_cursor, 100).unwrap()
-    assert rest.events[0].eventIndex == 2 and rest.at_end
+    assert rest.events[0].eventIndex == 2
+    assert rest.at_end
     past = engine.events_since(sid, 999, 10).unwrap()
-    assert past.events == () and past.next_cursor == 999
+    assert past.events == ()
+    assert past.next_cursor == 999
     for bad in (-1, "3", 1.5, True, None):
         assert err(engine.events_since(sid, bad)).code == "VALIDATION_ERROR"
     assert err(engine.events_since(sid, 0, 0)).code == "VALIDATION_ERROR"
@@ -107,7 +111,8 @@ def test_events_since_pages_and_reports_gaps(engine: Engine, data_dir: Path) -> 
     segment.write_bytes(bytes(raw))
     fresh = engine_over(LocalBackend.open(data_dir))
     head = fresh.events_since(damaged, 0, 100).unwrap()
-    assert head.health.kind == "corrupt_tail" and head.next_cursor == head.event_count
+    assert head.health.kind == "corrupt_tail"
+    assert head.next_cursor == head.event_count
     gap = err(fresh.events_since(damaged, head.next_cursor))
     assert gap.code == "SESSION_NOT_HEALTHY"
     assert gap.details["details"]["firstUnreadableIndex"] == head.event_count
@@ -185,7 +190,8 @@ def test_a_session_being_written_is_kept(engine: Engine, data_dir: Path) -> None
     sid = _start(engine)
     with writer_in_another_process(data_dir)(sid):
         result = engine.delete_sessions([sid]).unwrap()
-        assert result.busy == (sid,) and result.changed == ()
+        assert result.busy == (sid,)
+        assert result.changed == ()
         assert engine.archive([sid]).unwrap().busy == (sid,)
     assert engine.session_summary(sid).unwrap().event_count == 5
 
@@ -237,12 +243,14 @@ def test_prune_deletes_old_sessions_then_collects_unreferenced_content(
     assert durable_digest(data_dir) == digest  # a dry run changes nothing durable
     kept = _start(engine)  # probe-flow again: shares its first snapshot and workflow
     report = later.prune(PruneRequest(older_than=timedelta(days=30), grace=timedelta(0))).unwrap()
-    assert kept not in report.deleted and set(report.deleted) >= {old, val_sid}
+    assert kept not in report.deleted
+    assert set(report.deleted) >= {old, val_sid}
     left = {r.ref for r in engine.deps.snapshots.list_refs().unwrap()}
     pins = engine.deps.sessions.read(
         kept, lambda log: {n.data.snapshotRef for n in log.index.nodes.values()}
     ).unwrap()
-    assert pins <= left and left == pins  # everything else was collected
+    assert pins <= left
+    assert left == pins
     hashes = {r.ref for r in engine.deps.pinned.list_refs().unwrap()}
     assert len(hashes) == 1  # val-flow's pinned workflow went with its session
     (node,) = pins_nodes(engine, kept)
@@ -277,7 +285,8 @@ def test_nothing_is_collected_while_a_session_does_not_validate(
         .unwrap()
     )
     assert old in report.deleted
-    assert report.collected.skipped_reason is not None and broken in report.collected.skipped_reason
+    assert report.collected.skipped_reason is not None
+    assert broken in report.collected.skipped_reason
     assert {r.ref for r in engine.deps.snapshots.list_refs().unwrap()} == before
 
 
@@ -347,10 +356,12 @@ def test_prune_never_collects_from_under_a_concurrent_writer(tmp_path: Path) -> 
         if child.stdout is not None:
             child.stdout.close()
     assert child.returncode == 0
-    assert deleted == set(doomed) and garbage in collected
+    assert deleted == set(doomed)
+    assert garbage in collected
     fresh = engine_over(LocalBackend.open(data_dir), workflows)
     summary = fresh.session_summary(writer).unwrap()
-    assert summary.is_healthy and summary.primary is not None
+    assert summary.is_healthy
+    assert summary.primary is not None
     assert summary.primary.steps_done == 60
     refs = fresh.deps.sessions.read(
         writer, lambda log: {n.data.snapshotRef for n in log.index.nodes.values()}

@@ -35,9 +35,11 @@ def _forked(engine: Engine) -> str:
 def test_fork_and_checkpoint_are_projected(data_dir: Path) -> None:
     sid = _forked(make_engine(data_dir))
     view = _view(data_dir, sid)
-    assert view.is_healthy and not view.prefix_only
+    assert view.is_healthy
+    assert not view.prefix_only
     # the run status words of `workrail sessions`, read off the tip without a summary
-    assert view.workflow_id == "probe-flow" and view.status == "in_progress"
+    assert view.workflow_id == "probe-flow"
+    assert view.status == "in_progress"
     assert view.last_activity is not None
     (run,) = view.runs
     kinds = sorted(n.kind for n in run.nodes.values())
@@ -46,10 +48,12 @@ def test_fork_and_checkpoint_are_projected(data_dir: Path) -> None:
     assert fork.step_id == "build"
     assert fork.state == "done", "accepted outputs left it: its step is done"
     (root,) = [n for n in run.nodes.values() if n.parent is None]
-    assert root.state == "done" and run.nodes[run.preferred_tip or ""].state == "pending"
+    assert root.state == "done"
+    assert run.nodes[run.preferred_tip or ""].state == "pending"
     child_edges = sorted(run.nodes[c].edge_kind or "" for c in fork.children)
     assert child_edges == ["acked_step", "acked_step", "checkpoint"]
-    assert len(run.tips) == 3 and run.preferred_tip in run.tips
+    assert len(run.tips) == 3
+    assert run.preferred_tip in run.tips
     assert run.roots == [n.node_id for n in run.nodes.values() if n.parent is None]
     notes = sorted(note for n in run.nodes.values() for note in n.notes)
     assert notes == ["built it", "built it again", "the plan"]
@@ -65,7 +69,8 @@ def test_blocked_node_is_marked(data_dir: Path) -> None:
     assert blocked["kind"] == "blocked"
     (run,) = _view(data_dir, _sid(engine, r["stateToken"])).runs
     marked = [n for n in run.nodes.values() if n.state == "blocked"]
-    assert marked and all(n.step_id == "write" for n in marked)
+    assert marked
+    assert all(n.step_id == "write" for n in marked)
     assert {n.kind for n in marked} == {"blocked_attempt"}
 
 
@@ -76,9 +81,11 @@ def test_completed_run_reports_complete(data_dir: Path) -> None:
         r = ok(engine.advance(r["stateToken"], r["ackToken"], notes_markdown=notes))
     assert r["isComplete"] is True
     view = _view(data_dir, _sid(engine, r["stateToken"]))
-    assert view.status == "complete" and view.runs[0].status == "complete"
+    assert view.status == "complete"
+    assert view.runs[0].status == "complete"
     tip = view.runs[0].nodes[view.runs[0].preferred_tip or ""]
-    assert tip.state == "complete" and tip.step_id is None
+    assert tip.state == "complete"
+    assert tip.step_id is None
 
 
 def test_corrupt_tail_is_listed_and_shows_its_validated_prefix(data_dir: Path) -> None:
@@ -98,13 +105,15 @@ def test_corrupt_tail_is_listed_and_shows_its_validated_prefix(data_dir: Path) -
     assert listed.status == "corrupt_tail"
     assert listed.health["reason"]["code"] == "digest_mismatch"
     view = load_session(backend, sid)
-    assert view.prefix_only and not view.is_healthy
+    assert view.prefix_only
+    assert not view.is_healthy
     assert 0 < view.event_count < healthy.event_count
     (run,) = view.runs
     assert set(run.nodes) < set(healthy.runs[0].nodes)
     assert run.nodes[run.preferred_tip or ""].step_id == "plan"
     doc = view.to_json()
-    assert doc["validatedPrefixOnly"] is True and "can still be read" in doc["notice"]
+    assert doc["validatedPrefixOnly"] is True
+    assert "can still be read" in doc["notice"]
     assert tree_digest(data_dir) == before, "reading never writes"
 
 
@@ -116,5 +125,7 @@ def test_corrupt_head_is_listed_with_no_runs(data_dir: Path) -> None:
     lines = manifest.read_bytes().splitlines(keepends=True)
     manifest.write_bytes(b"{not json\n" + b"".join(lines[1:]))
     view = load_session(LocalBackend.open(data_dir), sid)
-    assert view.status == "corrupt_head" and view.runs == [] and view.event_count == 0
+    assert view.status == "corrupt_head"
+    assert view.runs == []
+    assert view.event_count == 0
     assert view.workflow_id == "-"

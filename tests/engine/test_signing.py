@@ -89,7 +89,8 @@ def test_forged_tokens_reload_the_keyring_at_most_once_per_recheck_period(data_d
     loads = store.loads
     for _ in range(20):
         result = codec.parse_state(forged)
-        assert isinstance(result, Failure) and result.failure().code == "TOKEN_BAD_SIGNATURE"
+        assert isinstance(result, Failure)
+        assert result.failure().code == "TOKEN_BAD_SIGNATURE"
     assert store.loads == loads + 1
     clock.now += 2.5
     codec.parse_state(forged)

@@ -50,7 +50,8 @@ def test_only_a_locked_session_is_busy(code: StoreErrorCode) -> None:
 def test_an_unreadable_store_asks_a_person_to_check_it(operation: Operation) -> None:
     failure = StoreError("SESSION_STORE_IO_ERROR", "Not a directory: /data/sessions")
     envelope = from_store(failure, operation).to_envelope()
-    assert envelope["code"] == "STORE_UNAVAILABLE" and envelope["retry"]["kind"] == "not_retryable"
+    assert envelope["code"] == "STORE_UNAVAILABLE"
+    assert envelope["retry"]["kind"] == "not_retryable"
     assert envelope["details"]["details"]["storeCode"] == "SESSION_STORE_IO_ERROR"
     assert "/data/sessions" in envelope["message"]
     assert "needs a person to check it" in envelope["details"]["suggestion"]

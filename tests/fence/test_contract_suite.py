@@ -465,12 +465,14 @@ def test_idempotency_key_replays_the_first_reply(service: FenceService, clock: M
     first = service.execute(claim(), client_id="t", idempotency_key="idem-0001-claim")
     clock.advance(10)
     again = service.execute(claim(), client_id="t", idempotency_key="idem-0001-claim")
-    assert again.replayed and again.body == first.body
+    assert again.replayed
+    assert again.body == first.body
     other = service.execute(claim(HOLDER_B), client_id="t", idempotency_key="idem-0001-claim")
     assert other.body["error"]["code"] == "INVALID_INPUT"
     clock.advance(24 * 3600 - 10 - 1)  # 24 h - 1 s after the first use: still kept
     kept = service.execute(claim(), client_id="t", idempotency_key="idem-0001-claim")
-    assert kept.replayed and kept.body == first.body
+    assert kept.replayed
+    assert kept.body == first.body
     clock.advance(2)  # 24 h + 1 s: forgotten, so the claim runs again (the state expired too)
     expired = service.execute(claim(), client_id="t", idempotency_key="idem-0001-claim")
     assert not expired.replayed

@@ -126,7 +126,8 @@ def _refused(service: FenceService) -> None:
             "DEPENDENCY_UNAVAILABLE",
             True,
         ), reply.body
-        assert "keys/fence.key" in error["message"] and "restore" in error["message"]
+        assert "keys/fence.key" in error["message"]
+        assert "restore" in error["message"]
 
 
 def test_a_deleted_fence_key_never_lets_a_second_holder_acquire_a_live_claim_sqlite(

@@ -48,9 +48,11 @@ def test_replicas_of_a_postgres_store_share_one_fence_by_default(
     try:
         assert first.backend.name == second.backend.name == "postgresql"
         won = ok(first, claim(HOLDER_A))
-        assert won["acquired"] is True and won["generation"] == 1
+        assert won["acquired"] is True
+        assert won["generation"] == 1
         lost = ok(second, claim(HOLDER_B))
-        assert lost["acquired"] is False and lost["held_by_caller"] is False
+        assert lost["acquired"] is False
+        assert lost["held_by_caller"] is False
         assert lost["generation"] == 1
         assert not (tmp_path / "r1" / "fence" / "fence.sqlite3").exists()
     finally:
@@ -72,7 +74,8 @@ def test_ttls_are_measured_by_the_database_clock_not_the_replicas(
         observed = datetime.fromisoformat(won["observed_at"].replace("Z", "+00:00"))
         assert abs(observed - real) < timedelta(minutes=10)  # neither replica's clock
         lost = ok(ahead, claim(HOLDER_B, claim_ttl=120))
-        assert lost["acquired"] is False and lost["generation"] == 1
+        assert lost["acquired"] is False
+        assert lost["generation"] == 1
     finally:
         behind.close()
         ahead.close()
@@ -87,7 +90,8 @@ def test_a_local_fence_on_a_postgres_store_is_only_by_explicit_choice(
     try:
         assert local.backend.name == "sqlite"
         (warning,) = [r.getMessage() for r in caplog.records if r.name == "workrail.fence"]
-        assert "WORKRAIL_FENCE_URL=sqlite" in warning and "replicas" in warning
+        assert "WORKRAIL_FENCE_URL=sqlite" in warning
+        assert "replicas" in warning
     finally:
         local.close()
 
@@ -96,11 +100,13 @@ def test_the_fence_url_may_name_a_postgres_database_and_refuses_anything_else(
     postgres_url: str, tmp_path: Path
 ) -> None:
     named = _config({"WORKRAIL_FENCE_URL": postgres_url}, tmp_path)
-    assert named.fence_url == postgres_url and not named.uses_postgres
+    assert named.fence_url == postgres_url
+    assert not named.uses_postgres
     assert _config({}, tmp_path).fence_url is None  # files: SQLite in the data directory
     bad = load_config({"WORKRAIL_FENCE_URL": "mysql://x"})
     assert isinstance(bad, Failure)
-    assert "postgresql://" in bad.failure().message and "redis://" in bad.failure().message
+    assert "postgresql://" in bad.failure().message
+    assert "redis://" in bad.failure().message
 
 
 def test_an_unreachable_postgres_fence_is_a_retryable_answer_per_call(tmp_path: Path) -> None:

@@ -24,7 +24,8 @@ def _pairs() -> list[tuple[int, dict[str, Any], dict[str, Any]]]:
     blocks = [b for b in blocks_of(DOC) if b.info.startswith("json effect_checkpoint")]
     calls = [b for b in blocks if b.info.endswith(" call")]
     answers = [b for b in blocks if b.info.endswith(" answer")]
-    assert calls and len(calls) == len(answers), "every call in the example has its answer"
+    assert calls, "every call in the example has its answer"
+    assert len(calls) == len(answers), "every call in the example has its answer"
     return [
         (call.line, json.loads(call.text), json.loads(answer.text))
         for call, answer in zip(calls, answers, strict=True)
@@ -53,8 +54,10 @@ def test_the_shown_fingerprint_is_what_the_shown_command_prints() -> None:
     digest = hmac.new(
         b"my-worker-secret", b"https://github.com/acme/api/pull/456", hashlib.sha256
     ).hexdigest()
-    assert evidence and evidence[0]["evidence_fingerprint"] == f"hmac-sha256:{digest}"
-    assert "my-worker-secret" in DOC.read_text() and digest in DOC.read_text()
+    assert evidence
+    assert evidence[0]["evidence_fingerprint"] == f"hmac-sha256:{digest}"
+    assert "my-worker-secret" in DOC.read_text()
+    assert digest in DOC.read_text()
 
 
 def test_a_crash_after_the_uncertain_transition_is_what_the_example_says(

@@ -7,7 +7,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from tests.conftest import REFERENCE
@@ -43,10 +43,8 @@ def wait_until_accepting(proc: subprocess.Popen[bytes], port: int) -> None:
             with socket.create_connection(("127.0.0.1", port), timeout=0.1):
                 return
         except OSError:
-            try:
+            with suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=0.1)
-            except subprocess.TimeoutExpired:
-                pass
     raise AssertionError("server never accepted connections")
 
 
@@ -72,7 +70,8 @@ def http_subprocess(data_dir: Path, *args: str) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stdout is not None
+        assert proc.stderr is not None
         written = proc.stdout.read()
         proc.stdout.close()
         proc.stderr.close()

@@ -30,7 +30,8 @@ def assert_agrees(answer: dict[str, Any]) -> None:
     """The one rule every step answer follows."""
     intent, call = answer["nextIntent"], answer["nextCall"]
     if intent == "complete":
-        assert call is None and answer["pending"] is None
+        assert call is None
+        assert answer["pending"] is None
     elif intent == "rehydrate_only":
         assert _call_kind(call) == "rehydrate"
     else:
@@ -40,7 +41,8 @@ def assert_agrees(answer: dict[str, Any]) -> None:
     for blocker in answer.get("blockers", {}).get("blockers", []):
         if answer.get("retryable"):
             fix = blocker["suggestedFix"]
-            assert "nextCall" in fix and "WITHOUT ackToken" not in fix, fix
+            assert "nextCall" in fix, fix
+            assert "WITHOUT ackToken" not in fix, fix
 
 
 def _session_ids(data_dir: Path) -> list[str]:
@@ -166,7 +168,8 @@ async def test_checkpoints_and_blocked_attempts_are_not_branches(client: Client)
         client, "continue_workflow", {"intent": "rehydrate", "stateToken": val["stateToken"]}
     )
     passed = await ok(client, "continue_workflow", advance_args(again, "DONE"))
-    assert passed["kind"] == "ok" and "warnings" not in passed
+    assert passed["kind"] == "ok"
+    assert "warnings" not in passed
 
 
 # --- schemas ------------------------------------------------------------------------------
@@ -206,4 +209,5 @@ async def test_list_and_inspect_say_their_hash_is_the_preview_hash(client: Clien
         schema = tools[name].output_schema
         assert schema is not None
         text = str(schema)
-        assert "preview" in text and "start_workflow pins" in text, name
+        assert "preview" in text, name
+        assert "start_workflow pins" in text, name

@@ -51,12 +51,14 @@ async def test_export_then_import_elsewhere_continues_to_the_same_step(
     sid, at_build = await _mid_run(client, engine)
     exported = await ok(client, "export_session", {"sessionId": sid})
     summary = exported["summary"]
-    assert summary["sessionId"] == sid and summary["complete"] is True
+    assert summary["sessionId"] == sid
+    assert summary["complete"] is True
     assert summary["eventCount"] == len(exported["bundle"]["session"]["events"]) > 0
     assert "salvage" not in summary
 
     imported = await ok(other, "import_session", {"bundle": exported["bundle"]})
-    assert imported["sessionId"] == sid and imported["renamed"] is False
+    assert imported["sessionId"] == sid
+    assert imported["renamed"] is False
     (run,) = imported["runs"]
     assert run["pending"]["stepId"] == "build"
     assert imported["nextIntent"] == run["nextIntent"]
@@ -74,7 +76,8 @@ async def test_import_as_text_into_the_same_store_is_renamed(
     sid, _ = await _mid_run(client, engine)
     exported = await ok(client, "export_session", {"sessionId": sid})
     imported = await ok(client, "import_session", {"bundle": json.dumps(exported["bundle"])})
-    assert imported["renamed"] is True and imported["originalSessionId"] == sid
+    assert imported["renamed"] is True
+    assert imported["originalSessionId"] == sid
     assert imported["sessionId"] != sid
     copy = await ok(client, "continue_workflow", advance_args(imported, "built"))
     assert copy["pending"]["stepId"] == "verify"
@@ -103,7 +106,8 @@ async def test_export_of_an_unknown_session(client: Client) -> None:
         client, "export_session", {"sessionId": "sess_" + "a" * 26}, "EXPORT_BUILD_FAILED"
     )
     assert env["retry"] == {"kind": "not_retryable"}
-    assert env["details"]["path"] == "sess_" + "a" * 26 and env["details"]["suggestion"]
+    assert env["details"]["path"] == "sess_" + "a" * 26
+    assert env["details"]["suggestion"]
 
 
 async def test_export_rejects_a_non_session_id(client: Client) -> None:

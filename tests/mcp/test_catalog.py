@@ -267,7 +267,9 @@ def _talk(data_dir: Path, *extra: str) -> dict[int, bytes]:
         env=server_env(data_dir),
         cwd=ROOT,
     ) as proc:
-        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        assert proc.stderr is not None
         try:
             proc.stdin.write(b"".join(f + b"\n" for f in [_INITIALIZE, *_FOLLOWING]))
             proc.stdin.flush()
@@ -353,7 +355,8 @@ def test_the_regeneration_command_writes_the_catalogue_of_these_settings(
     env = server_env(data_dir)
     config = load_config(env, home=Path.home(), cwd=ROOT).unwrap()
     catalogue = load_catalogue(config, situation_key(config))
-    assert catalogue is not None and catalogue.runnable
+    assert catalogue is not None
+    assert catalogue.runnable
     assert set(catalogue.results) == set(HANDSHAKE_PROTOCOL_VERSIONS)
 
 
@@ -380,7 +383,8 @@ def test_a_store_that_cannot_open_while_the_client_asks_ends_in_one_clear_line(
     )
     assert done.returncode == 1, done.stderr
     stderr = done.stderr.decode()
-    assert "Traceback" not in stderr and "never retrieved" not in stderr, stderr
+    assert "Traceback" not in stderr, stderr
+    assert "never retrieved" not in stderr, stderr
     assert "KEYRING_CORRUPT" in stderr
 
 
@@ -402,6 +406,6 @@ def test_a_catalogue_that_is_a_symlink_or_not_private_is_not_used(
     path.parent.rmdir()
     (tmp_path / "cache-elsewhere").mkdir(mode=0o700)
     path.parent.symlink_to(tmp_path / "cache-elsewhere")
-    with pytest.raises(OSError):
+    with pytest.raises(OSError, match="not a private directory"):
         save_catalogue(config, catalogue)
     assert load_catalogue(config, "k1") is None

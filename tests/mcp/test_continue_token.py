@@ -26,7 +26,8 @@ async def test_every_answer_that_offers_an_advance_carries_a_short_continue_toke
     client: Client,
 ) -> None:
     start = await ok(client, "start_workflow", {"workflowId": "probe-flow"})
-    assert start["continueToken"].startswith("ct1.") and len(start["continueToken"]) <= 100
+    assert start["continueToken"].startswith("ct1.")
+    assert len(start["continueToken"]) <= 100
     advanced = await ok(client, "continue_workflow", advance_args(start, "planned"))
     recovered = await ok(
         client, "continue_workflow", {"intent": "rehydrate", "stateToken": advanced["stateToken"]}
@@ -58,7 +59,8 @@ async def test_walk_a_workflow_with_continue_tokens_only(client: Client) -> None
         steps.append(r["pending"]["stepId"])
         r = await ok(client, "continue_workflow", with_output(r, f"did {steps[-1]}"))
     assert steps == ["plan", "build", "verify"]
-    assert r["isComplete"] is True and "continueToken" not in r
+    assert r["isComplete"] is True
+    assert "continueToken" not in r
 
 
 async def test_without_output_a_continue_token_rehydrates_and_writes_nothing(
@@ -118,7 +120,8 @@ async def test_a_blocked_answer_retries_through_its_continue_token(client: Clien
     assert blocked["kind"] == "blocked"
     assert blocked["nextCall"]["params"] == {"continueToken": blocked["continueToken"]}
     passed = await ok(client, "continue_workflow", with_output(blocked, "DONE"))
-    assert passed["kind"] == "ok" and passed["pending"]["stepId"] == "write-two"
+    assert passed["kind"] == "ok"
+    assert passed["pending"]["stepId"] == "write-two"
 
 
 @pytest.mark.parametrize("other", ["stateToken", "ackToken"])

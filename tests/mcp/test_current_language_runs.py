@@ -78,7 +78,8 @@ async def test_artifact_loops_enter_without_a_decision_and_exit_on_stop(
         }
     )
     run = await drive(tmp_path, store_env, "v3-artifact-loop", script)
-    assert run.complete and run.blocked == []
+    assert run.complete
+    assert run.blocked == []
     # No artifact was sent before either loop: both were entered all the same.
     assert run.steps == ["plan", "polish-pass", "polish-pass", "retry-pass", "wrap-up"]
 
@@ -166,7 +167,8 @@ async def test_assessments_block_with_templates_and_follow_ups(
     assert followup["assessmentFollowup"]["guidance"] == (
         "Anchor every finding to a file and a line."
     )
-    assert followup["retryable"] is True and "retryAckToken" in followup
+    assert followup["retryable"] is True
+    assert "retryAckToken" in followup
     # After a follow-up, the template's levels are the first that trigger no consequence.
     assert sent_artifacts(followup) == [assessment("readiness", evidence="high", coverage="medium")]
 
@@ -188,7 +190,8 @@ async def test_assessments_block_with_templates_and_follow_ups(
         assessment("risk", blast="small"),
     ]
     prompt = run.prompts["diagnose"][0]
-    assert "**ASSESSMENT (System):**" in prompt and "evidence: one of low | high" in prompt
+    assert "**ASSESSMENT (System):**" in prompt
+    assert "evidence: one of low | high" in prompt
 
     # The answer that completed the step says what was recorded, normalised levels noted.
     after = next(
@@ -227,7 +230,8 @@ async def test_every_output_contract_blocks_with_a_template_that_passes(
     run = await drive(tmp_path, store_env, "v3-output-contracts", scripted({"review": review}))
     assert run.complete
     steps = ["discover", "differentiate", "shape", "code", "review", "gate"]
-    assert run.steps == steps and run.blocked == steps
+    assert run.steps == steps
+    assert run.blocked == steps
     refs = {
         "discover": "wr.contracts.discovery_handoff",
         "differentiate": "wr.contracts.differentiation_handoff",
@@ -241,7 +245,8 @@ async def test_every_output_contract_blocks_with_a_template_that_passes(
         expected = "INVALID_REQUIRED_OUTPUT" if step == "review" else "MISSING_REQUIRED_OUTPUT"
         assert codes(answer) == [expected], step
         (template,) = sent_artifacts(answer)
-        assert template["kind"] == spec.kind and spec.issues(template) == []
+        assert template["kind"] == spec.kind
+        assert spec.issues(template) == []
         assert f"Artifact contract: {spec.ref}" in run.prompts[step][0]
     review_block = blocked_answers(run)[4]
     assert any("verdict" in issue for issue in review_block["validation"]["issues"])
@@ -261,7 +266,8 @@ async def test_in_and_contains_choose_steps_both_ways(
     tmp_path: Path, store_env: dict[str, str], context: dict[str, Any], expected: list[str]
 ) -> None:
     run = await drive(tmp_path, store_env, "v3-conditions", scripted({}), context)
-    assert run.complete and run.steps == expected
+    assert run.complete
+    assert run.steps == expected
 
 
 # --- parallel steps ------------------------------------------------------------------------
@@ -272,7 +278,8 @@ async def test_a_parallel_step_is_rendered_as_subagent_instructions(
     tmp_path: Path, store_env: dict[str, str], perf: bool
 ) -> None:
     run = await drive(tmp_path, store_env, "v3-parallel", scripted({}), {"perfSensitive": perf})
-    assert run.complete and run.steps == ["design", "fan-out", "fix"]
+    assert run.complete
+    assert run.steps == ["design", "fan-out", "fix"]
     prompt = run.prompts["fan-out"][0]
     assert f"Delegate this step to {3 if perf else 2} subagent(s)" in prompt
     assert "1. Run workflow 'team.security-review': Look for security problems" in prompt
@@ -294,7 +301,8 @@ async def test_human_approval_waits_for_the_user(
     run = await drive(
         tmp_path, store_env, "v3-human-approval", scripted({}), {"audience": audience}
     )
-    assert run.complete and run.confirmations == gated
+    assert run.complete
+    assert run.confirmations == gated
     assert "**HUMAN APPROVAL REQUIRED:**" in run.prompts["publish"][0]
     assert ("HUMAN APPROVAL" in run.prompts["announce"][0]) is (audience == "public")
     assert "HUMAN APPROVAL" not in run.prompts["draft"][0]
@@ -332,7 +340,8 @@ async def test_extension_points_audit_verification_and_model_tier_are_kept(
             session_id, lambda log: next(iter(log.index.runs.values())).started.data.workflowHash
         ).unwrap()
         pinned = engine.deps.pinned.get(workflow_hash).unwrap()
-    assert run.complete and run.steps == ["change", "finish"]
+    assert run.complete
+    assert run.steps == ["change", "finish"]
     assert pinned is not None
     definition = pinned["definition"]
     assert definition["modelTier"] == "mid"

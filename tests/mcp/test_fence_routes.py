@@ -50,7 +50,8 @@ def test_idempotent_replay_returns_the_first_response(
     http = client_for(service)
     headers = {"Idempotency-Key": "0b9f1c7e-claim-attempt"}
     first = http.post(URL, json=claim(), headers=headers)
-    assert first.status_code == 200 and first.json()["result"]["acquired"] is True
+    assert first.status_code == 200
+    assert first.json()["result"]["acquired"] is True
     clock.advance(30)
     again = http.post(URL, json=claim(), headers=headers)
     assert again.json() == first.json()

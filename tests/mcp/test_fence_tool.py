@@ -55,7 +55,8 @@ def test_claim_and_transition_through_mcp(service: FenceService) -> None:
     claimed, moved = call_all(service, [claim(), move])
     assert claimed.is_error is False
     output = CheckpointOutput.model_validate(claimed.structured_content)
-    assert output.acquired and output.external_proof is False
+    assert output.acquired
+    assert output.external_proof is False
     assert moved.structured_content["stage"] == "external_result_uncertain"
 
 
@@ -128,7 +129,8 @@ def test_output_schema_is_the_contract_with_every_field_described(service: Fence
 
     (tool,), answered = asyncio.run(go())
     schema = tool.output_schema
-    assert schema is not None and schema["additionalProperties"] is False
+    assert schema is not None
+    assert schema["additionalProperties"] is False
     assert list(schema["properties"]) == list(CheckpointOutput.model_fields)
     assert schema["required"] == sorted(schema["required"], key=list(schema["properties"]).index)
     assert all(prop.get("description") for prop in schema["properties"].values())

@@ -151,7 +151,8 @@ def test_what_clients_send_is_answered_early_and_as_the_sdk_does(
 ) -> None:
     frame = _frame(_initialize(3, **params))
     early = answer_initialize(frame, offers_content=True)
-    assert early is not None and early[1] == sdk_answer(servers[True], frame)
+    assert early is not None
+    assert early[1] == sdk_answer(servers[True], frame)
 
 
 def _nested(depth: int) -> dict[str, Any]:
@@ -278,7 +279,7 @@ _valid = st.fixed_dictionaries(
             {},
             optional={
                 "roots": st.fixed_dictionaries({}, optional={"listChanged": st.booleans()}),
-                **{name: _objects for name in ["sampling", "elicitation", "tasks", "other"]},
+                **dict.fromkeys(["sampling", "elicitation", "tasks", "other"], _objects),
             },
         ),
         "clientInfo": st.fixed_dictionaries(
@@ -348,7 +349,9 @@ def _talk(data_dir: Path, stdio: str, *frames: bytes, answers: int) -> list[byte
         env=server_env(data_dir),
         cwd=ROOT,
     ) as proc:
-        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        assert proc.stderr is not None
         try:
             proc.stdin.write(b"".join(f + b"\n" for f in frames))
             proc.stdin.flush()
@@ -379,7 +382,8 @@ def test_both_transports_answer_initialize_once_with_the_same_bytes(
     assert json.loads(ours[0])["result"]["serverInfo"]["name"] == "workrail"
     # The SDK's session saw the replayed initialize: it serves tools/list.
     tools = json.loads(ours[1])
-    assert tools["id"] == 2 and [t["name"] for t in tools["result"]["tools"]]
+    assert tools["id"] == 2
+    assert [t["name"] for t in tools["result"]["tools"]]
     assert ours[1] == sdks[1]
 
 
@@ -429,7 +433,9 @@ def test_a_client_that_speaks_after_the_server_is_up_is_answered_by_the_sdk(
         env=server_env(data_dir),
         cwd=ROOT,
     ) as proc:
-        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        assert proc.stderr is not None
         try:
             # The ready line is logged once the SDK's server is built (INFO, stderr not a tty).
             for line in proc.stderr:
@@ -445,5 +451,6 @@ def test_a_client_that_speaks_after_the_server_is_up_is_answered_by_the_sdk(
             if proc.poll() is None:
                 proc.kill()
     early = answer_initialize(_frame(_initialize(1)), offers_content=True)
-    assert early is not None and len(answers) == 2
+    assert early is not None
+    assert len(answers) == 2
     assert answers[0] == early[1]

@@ -46,7 +46,8 @@ async def test_a_million_artifacts_get_a_small_answer(client: Client) -> None:
         "output": {"notesMarkdown": "done", "artifacts": [0] * 1_000_000},
     }
     result = await client.call_tool("continue_workflow", args)
-    assert result.is_error and _text_size(result) < SMALL_ANSWER
+    assert result.is_error
+    assert _text_size(result) < SMALL_ANSWER
     envelope = json.loads(result.content[0].text)  # type: ignore[union-attr]
     assert envelope["code"] == "VALIDATION_ERROR"
     assert envelope["details"]["details"]["kind"] == "context_budget_exceeded"
@@ -104,7 +105,8 @@ async def test_a_hostile_call_and_a_small_one_both_answer(client: Client) -> Non
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(call, "big", "start_workflow", {"workflowId": "probe-flow", HUGE_KEY: 1})
         tasks.start_soon(call, "small", "list_workflows", {})
-    assert answers["big"].is_error and _text_size(answers["big"]) < SMALL_ANSWER
+    assert answers["big"].is_error
+    assert _text_size(answers["big"]) < SMALL_ANSWER
     assert not answers["small"].is_error
 
 

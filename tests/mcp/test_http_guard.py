@@ -230,7 +230,8 @@ def test_at_the_session_cap_the_least_recently_used_idle_session_makes_room(
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     try:
         status, oldest = _initialize(conn, port)
-        assert status == 200 and oldest is not None
+        assert status == 200
+        assert oldest is not None
         call = {"name": "start_workflow", "arguments": {"workflowId": "probe-flow"}}
         started = _rpc(conn, port, "tools/call", call, oldest, 2)
         assert started[0] == 200, started

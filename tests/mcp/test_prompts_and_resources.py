@@ -47,7 +47,8 @@ async def test_a_prompt_tells_the_agent_to_start_its_workflow_with_the_goal(
     (message,) = got.messages
     assert message.role == "user"
     text = message.content.text  # type: ignore[union-attr]
-    assert "start_workflow" in text and "nextCall" in text
+    assert "start_workflow" in text
+    assert "nextCall" in text
     call = json.loads(text[text.index("{") : text.index("}}") + 2])
     assert call == {"workflowId": "probe-flow", "context": {"goal": "ship the fix"}}
     # What the prompt says to send really starts the workflow with the goal.
@@ -73,7 +74,8 @@ async def test_workflow_resources_hold_the_definitions(client: Client) -> None:
     (content,) = read.contents
     assert content.mime_type == "application/json"
     definition = json.loads(content.text)  # type: ignore[union-attr]
-    assert definition["id"] == "probe-flow" and definition["steps"][0]["id"] == "plan"
+    assert definition["id"] == "probe-flow"
+    assert definition["steps"][0]["id"] == "plan"
 
 
 @pytest.mark.parametrize(
@@ -99,19 +101,25 @@ async def test_unknown_prompt_is_invalid_params_without_a_traceback(
     assert raised.value.error.code == -32602
     assert "Unknown prompt: nope." in raised.value.error.message
     assert "prompts/list" in raised.value.error.message
-    assert "Traceback" not in caplog.text and not any(r.exc_info for r in caplog.records)
+    assert "Traceback" not in caplog.text
+    assert not any(r.exc_info for r in caplog.records)
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"], ids=["2026-07-28", "handshake"])
 async def test_capabilities_with_content_are_advertised(server: MCPServer, mode: str) -> None:
     async with Client(server, mode=mode) as either:
         caps = either.server_capabilities
-    assert caps.tools is not None and caps.prompts is not None and caps.resources is not None
-    assert caps.completions is None and caps.logging is None
+    assert caps.tools is not None
+    assert caps.prompts is not None
+    assert caps.resources is not None
+    assert caps.completions is None
+    assert caps.logging is None
     # No change is ever published (lists are re-read on every request), so none is
     # promised, in either protocol era.
-    assert not caps.tools.list_changed and not caps.prompts.list_changed
-    assert not caps.resources.list_changed and not caps.resources.subscribe
+    assert not caps.tools.list_changed
+    assert not caps.prompts.list_changed
+    assert not caps.resources.list_changed
+    assert not caps.resources.subscribe
 
 
 async def test_without_workflows_or_sessions_no_prompt_or_resource_capability(
@@ -123,7 +131,8 @@ async def test_without_workflows_or_sessions_no_prompt_or_resource_capability(
     async with Client(build_server(engine)) as bare:
         caps = bare.server_capabilities
         assert caps.tools is not None
-        assert caps.prompts is None and caps.resources is None
+        assert caps.prompts is None
+        assert caps.resources is None
 
 
 async def test_sessions_alone_are_content_to_resume(tmp_path: Path) -> None:
@@ -134,7 +143,8 @@ async def test_sessions_alone_are_content_to_resume(tmp_path: Path) -> None:
     engine = make_engine(tmp_path / "data", empty)
     async with Client(build_server(engine), raise_exceptions=True) as left:
         caps = left.server_capabilities
-        assert caps.prompts is not None and caps.resources is not None
+        assert caps.prompts is not None
+        assert caps.resources is not None
         assert [p.name for p in (await left.list_prompts()).prompts] == ["resume"]
         listed = [str(r.uri) for r in (await left.list_resources()).resources]
         assert listed == [f"workrail://sessions/{started['sessionId']}"]
@@ -162,7 +172,8 @@ def _call_in(text: str) -> dict[str, Any]:
 async def test_resume_is_listed_with_an_optional_query(client: Client) -> None:
     resume = next(p for p in (await client.list_prompts()).prompts if p.name == "resume")
     assert resume.title == "Resume earlier work"
-    assert resume.description is not None and "resume_session" in resume.description
+    assert resume.description is not None
+    assert "resume_session" in resume.description
     assert [(a.name, a.required) for a in resume.arguments or []] == [("query", False)]
 
 

@@ -77,7 +77,8 @@ class Mapper:
                 assert key in ours, f"{path}.{key} missing"
                 self.match(value, ours[key], f"{path}.{key}")
         elif isinstance(ref, list):
-            assert isinstance(ours, list) and len(ours) == len(ref), path
+            assert isinstance(ours, list), path
+            assert len(ours) == len(ref), path
             for i, (a, b) in enumerate(zip(ref, ours, strict=True)):
                 self.match(a, b, f"{path}[{i}]")
         elif path.endswith(".prompt") and isinstance(ours, str) and "REQUIREMENTS:**" not in ref:

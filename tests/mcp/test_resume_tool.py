@@ -36,13 +36,13 @@ async def test_resume_finds_the_session_and_hands_back_a_working_token(
         c["sessionId"] for c in again["candidates"]
     ]  # idempotent apart from the freshly minted tokens
     best = found["candidates"][0]
-    assert best["sessionId"] == wanted and best["confidence"] == "strong"
-    assert (
-        "matched_notes" in best["whyMatched"]
-        and best["title"] == "Refactor the tokenizer for speed"
-    )
+    assert best["sessionId"] == wanted
+    assert best["confidence"] == "strong"
+    assert "matched_notes" in best["whyMatched"]
+    assert best["title"] == "Refactor the tokenizer for speed"
     assert len(found["candidates"]) <= 5
-    assert found["nextIntent"] == "rehydrate" and found["nextCall"] == best["nextCall"]
+    assert found["nextIntent"] == "rehydrate"
+    assert found["nextCall"] == best["nextCall"]
     recovered = await ok(client, best["nextCall"]["tool"], best["nextCall"]["params"])
     assert recovered["pending"]["stepId"] == "plan"
 
@@ -57,7 +57,8 @@ async def test_resume_by_id_prefers_it_over_text(client: Client) -> None:
 
 async def test_nothing_to_resume_points_at_starting(client: Client) -> None:
     found = await ok(client, "resume_session", {"query": "anything"})
-    assert found["candidates"] == [] and found["nextCall"]["tool"] == "list_workflows"
+    assert found["candidates"] == []
+    assert found["nextCall"]["tool"] == "list_workflows"
 
 
 async def test_bad_input_is_a_validation_error(client: Client, data_dir: Path) -> None:

@@ -61,11 +61,13 @@ async def test_serve_offers_mcp_and_the_fence_routes_on_one_port(served: str) ->
 
     headers = {"Idempotency-Key": "serve-test-claim-1"}
     status, claimed = _http(served + CHECKPOINT_PATH, claim(), headers)
-    assert status == 200 and claimed["result"]["acquired"] is True
+    assert status == 200
+    assert claimed["result"]["acquired"] is True
 
     async with Client(served + "/mcp") as client:
         names = [t.name for t in (await client.list_tools()).tools]
-        assert "effect_checkpoint" in names and "start_workflow" in names
+        assert "effect_checkpoint" in names
+        assert "start_workflow" in names
         start = await ok(client, "start_workflow", {"workflowId": "probe-flow"})
         assert start["pending"]["stepId"] == "plan"
         status_call = await client.call_tool(
@@ -107,8 +109,10 @@ def test_a_bad_fence_setting_stops_the_server_with_one_line(data_dir: Path) -> N
         text=True,
         timeout=60,
     )
-    assert done.returncode == 2 and done.stdout == ""
-    assert "WORKRAIL_FENCE_URL" in done.stderr and "Traceback" not in done.stderr
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "WORKRAIL_FENCE_URL" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 async def test_unreachable_redis_keeps_the_tool_and_answers_dependency_unavailable(

@@ -81,18 +81,24 @@ async def test_a_session_reads_as_summary_recap_and_a_call_that_continues_it(
     body = await _read(client, PREFIX + sid)
     again = await _read(client, PREFIX + sid)
     assert stored(store) == before
-    assert body["sessionId"] == sid and body["title"] == "Fix the login bug"
-    assert body["status"] == "in_progress" and body["health"] == "healthy"
+    assert body["sessionId"] == sid
+    assert body["title"] == "Fix the login bug"
+    assert body["status"] == "in_progress"
+    assert body["health"] == "healthy"
     assert body["pendingStep"] == {"stepId": "verify", "title": "Verify"}
     (run,) = body["runs"]
     assert run["recap"] == ["planned the fix", "built the fix"]
-    assert run["earlierRecapOmitted"] is False and body["recapUnavailable"] is None
-    assert body["nextIntent"] == "rehydrate" and body["nextCall"] == run["nextCall"]
-    assert sid in body["message"] and "Verify" in body["message"]
+    assert run["earlierRecapOmitted"] is False
+    assert body["recapUnavailable"] is None
+    assert body["nextIntent"] == "rehydrate"
+    assert body["nextCall"] == run["nextCall"]
+    assert sid in body["message"]
+    assert "Verify" in body["message"]
     # Idempotent apart from the freshly minted token; the token is the tip's own.
     assert {**again, "runs": None, "nextCall": None} == {**body, "runs": None, "nextCall": None}
     recovered = await ok(client, body["nextCall"]["tool"], body["nextCall"]["params"])
-    assert recovered["sessionId"] == sid and recovered["pending"]["stepId"] == "verify"
+    assert recovered["sessionId"] == sid
+    assert recovered["pending"]["stepId"] == "verify"
     done = await ok(client, "continue_workflow", advance_args(recovered, "verified"))
     assert done["isComplete"] is True
 
@@ -109,8 +115,10 @@ async def test_recent_sessions_are_listed_newest_first_and_any_is_reachable(
     templates = (await client.list_resource_templates()).resource_templates
     assert stored(store) == before
     assert [str(r.uri) for r in listed] == [PREFIX + newest, PREFIX + first]
-    assert listed[0].title == "newest work" and listed[0].name == newest
-    assert listed[0].description is not None and "Probe Flow" in listed[0].description
+    assert listed[0].title == "newest work"
+    assert listed[0].name == newest
+    assert listed[0].description is not None
+    assert "Probe Flow" in listed[0].description
     assert [t.uri_template for t in templates][-1] == PREFIX + "{sessionId}"
     # Archived: not offered, still readable by id (and by a unique start of it).
     assert (await _read(client, PREFIX + archived))["archived"] is True
@@ -130,9 +138,12 @@ async def test_a_finished_run_offers_no_call(client: Client) -> None:
         step = await ok(client, "continue_workflow", advance_args(step, notes))
     assert step["isComplete"] is True
     body = await _read(client, PREFIX + step["sessionId"])
-    assert body["status"] == "complete" and body["runs"][0]["recap"] == ["a", "b", "c"]
-    assert body["nextIntent"] == "complete" and body["nextCall"] is None
-    assert body["runs"][0]["stateToken"] is None and body["runs"][0]["nextCall"] is None
+    assert body["status"] == "complete"
+    assert body["runs"][0]["recap"] == ["a", "b", "c"]
+    assert body["nextIntent"] == "complete"
+    assert body["nextCall"] is None
+    assert body["runs"][0]["stateToken"] is None
+    assert body["runs"][0]["nextCall"] is None
 
 
 async def test_a_long_recap_keeps_the_newest_notes_within_the_budget(client: Client) -> None:
@@ -163,7 +174,8 @@ async def test_a_damaged_session_is_shown_but_not_offered_to_continue(
     assert stored(store) == before
     assert body["health"] == "corrupt_tail"
     assert body["recapUnavailable"] == "the session is corrupt_tail"
-    assert body["nextIntent"] == "none" and body["nextCall"] is None
+    assert body["nextIntent"] == "none"
+    assert body["nextCall"] is None
     assert f"workrail sessions show {sid}" in body["message"]
 
 
@@ -190,8 +202,10 @@ async def test_unknown_or_malformed_ids_are_invalid_params_without_a_traceback(
     error = raised.value.error
     assert error.code == -32602
     assert error.message.startswith("Unknown resource: workrail://sessions/")
-    assert says in error.message and len(error.message) < 600
-    assert "Traceback" not in caplog.text and not any(r.exc_info for r in caplog.records)
+    assert says in error.message
+    assert len(error.message) < 600
+    assert "Traceback" not in caplog.text
+    assert not any(r.exc_info for r in caplog.records)
 
 
 async def test_an_ambiguous_prefix_names_the_candidates(client: Client) -> None:

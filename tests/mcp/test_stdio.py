@@ -41,7 +41,7 @@ HOSTILE = {
 }
 
 
-@pytest.mark.parametrize("frame,expected_id", HOSTILE.values(), ids=list(HOSTILE))
+@pytest.mark.parametrize(("frame", "expected_id"), HOSTILE.values(), ids=list(HOSTILE))
 def test_unparseable_frames_are_parse_errors_with_their_id(frame: str, expected_id: Any) -> None:
     answer = parse_frame(frame.encode())
     assert isinstance(answer, dict)
@@ -53,7 +53,8 @@ def test_unparseable_frames_are_parse_errors_with_their_id(frame: str, expected_
 def test_json_that_is_not_json_rpc_is_an_invalid_request() -> None:
     answer = parse_frame(b'{"id": "abc", "hello": 1}')
     assert isinstance(answer, dict)
-    assert answer["error"]["code"] == INVALID_REQUEST and answer["id"] == "abc"
+    assert answer["error"]["code"] == INVALID_REQUEST
+    assert answer["id"] == "abc"
 
 
 def test_a_valid_frame_is_the_sdk_message() -> None:

@@ -43,7 +43,8 @@ def event_count(data_dir: Path) -> int:
 async def test_list_workflows_lists_and_points_at_start(client: Client) -> None:
     r = await ok(client, "list_workflows", {})
     ids = [w["workflowId"] for w in r["workflows"]]
-    assert ids == sorted(ids) and "probe-flow" in ids
+    assert ids == sorted(ids)
+    assert "probe-flow" in ids
     assert r["nextIntent"] == "start_workflow"
     assert r["nextCall"] == {"tool": "start_workflow", "params": {"workflowId": "<workflowId>"}}
 
@@ -57,7 +58,8 @@ async def test_list_workflows_placeholder_is_rejected_if_sent_verbatim(client: C
 @pytest.mark.parametrize("mode", ["preview", "metadata"])
 async def test_inspect_workflow_modes(client: Client, mode: str) -> None:
     r = await ok(client, "inspect_workflow", {"workflowId": "probe-flow", "mode": mode})
-    assert r["workflowId"] == "probe-flow" and r["mode"] == mode
+    assert r["workflowId"] == "probe-flow"
+    assert r["mode"] == mode
     assert r["workflowHash"].startswith("sha256:")
     assert ("preview" in r["compiled"]) is (mode == "preview")
     assert r["nextCall"] == {"tool": "start_workflow", "params": {"workflowId": "probe-flow"}}
@@ -85,7 +87,8 @@ async def test_dotted_workflow_id_passes_input_validation(client: Client) -> Non
 async def test_start_returns_first_step_tokens_and_next_call(client: Client) -> None:
     r = await ok(client, "start_workflow", {"workflowId": "probe-flow", "context": {"a": 1}})
     assert "kind" not in r
-    assert r["pending"]["stepId"] == "plan" and r["isComplete"] is False
+    assert r["pending"]["stepId"] == "plan"
+    assert r["isComplete"] is False
     assert r["nextIntent"] == "perform_pending_then_continue"
     assert r["nextCall"] == {
         "tool": "continue_workflow",
@@ -113,7 +116,9 @@ async def test_walk_to_completion_following_next_call(client: Client) -> None:
         if r["pending"]:
             seen.append(r["pending"]["stepId"])
     assert seen == ["plan", "build", "verify"]
-    assert r["isComplete"] is True and r["nextIntent"] == "complete" and r["pending"] is None
+    assert r["isComplete"] is True
+    assert r["nextIntent"] == "complete"
+    assert r["pending"] is None
 
 
 async def test_advance_replay_returns_recorded_outcome_and_writes_nothing(
@@ -133,11 +138,13 @@ async def test_advance_replay_returns_recorded_outcome_and_writes_nothing(
 async def test_blocked_advance_and_one_call_retry(client: Client) -> None:
     start = await ok(client, "start_workflow", {"workflowId": "val-flow"})
     blocked = await ok(client, "continue_workflow", advance_args(start, "not yet"))
-    assert blocked["kind"] == "blocked" and blocked["retryable"] is True
+    assert blocked["kind"] == "blocked"
+    assert blocked["retryable"] is True
     assert blocked["validation"]["issues"] == ["Notes must contain DONE"]
     assert blocked["nextCall"]["params"]["ackToken"] == blocked["retryAckToken"]
     passed = await ok(client, "continue_workflow", advance_args(blocked, "DONE"))
-    assert passed["kind"] == "ok" and passed["pending"]["stepId"] == "write-two"
+    assert passed["kind"] == "ok"
+    assert passed["pending"]["stepId"] == "write-two"
 
 
 async def test_rehydrate_recovers_without_writing(client: Client, data_dir: Path) -> None:
@@ -481,7 +488,8 @@ async def test_an_invalid_workflow_is_answered_as_invalid_not_unknown(tmp_path: 
         for tool in ("start_workflow", "inspect_workflow"):
             env = await fail(client, tool, {"workflowId": "broken-flow"}, "WORKFLOW_INVALID")
             found = env["details"]["details"]
-            assert found["path"] == str(broken) and str(broken) in env["message"]
+            assert found["path"] == str(broken)
+            assert str(broken) in env["message"]
             assert found["problemCount"] == len(found["problems"]) >= 1
             assert all({"code", "path", "message", "fix"} <= set(p) for p in found["problems"])
             assert "workrail validate" in env["details"]["suggestion"]

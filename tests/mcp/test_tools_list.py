@@ -65,4 +65,5 @@ async def test_effect_checkpoint_is_listed_only_with_a_fence_service(
     without = {t.name for t in (await client.list_tools()).tools}
     with_fence = [t.name for t in (await full_client.list_tools()).tools]
     assert "effect_checkpoint" not in without
-    assert with_fence[-1] == "effect_checkpoint" and set(with_fence[:-1]) == without
+    assert with_fence[-1] == "effect_checkpoint"
+    assert set(with_fence[:-1]) == without

@@ -55,8 +55,10 @@ async def _drive(client: Client) -> None:
         await client.read_resource("workrail://sessions/sess_" + "a" * 26)
     assert missing.value.error.code == -32602
     caps = client.server_capabilities
-    assert caps.prompts is not None and not caps.prompts.list_changed
-    assert caps.resources is not None and not caps.resources.subscribe
+    assert caps.prompts is not None
+    assert not caps.prompts.list_changed
+    assert caps.resources is not None
+    assert not caps.resources.subscribe
 
 
 STDIO = ["workrail", "sdk"]  # our transport, and the SDK's own (the reference)
@@ -94,7 +96,8 @@ def test_stdio_exits_cleanly_on_eof_and_keeps_stdout_for_protocol(
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert len(lines) == 1 and lines[0].startswith('{"jsonrpc":"2.0","id":1,"result":')
+    assert len(lines) == 1
+    assert lines[0].startswith('{"jsonrpc":"2.0","id":1,"result":')
 
 
 @pytest.fixture
@@ -108,7 +111,8 @@ async def test_streamable_http_on_loopback(http_server: str, mode: str) -> None:
     async with Client(http_server, mode=mode) as client:
         assert (client.protocol_version == "2026-07-28") is (mode == "auto")
         tools = await client.list_tools()
-        assert len(tools.tools) == 9 and tools.tools[-1].name == "effect_checkpoint"
+        assert len(tools.tools) == 9
+        assert tools.tools[-1].name == "effect_checkpoint"
         await _drive(client)
 
 

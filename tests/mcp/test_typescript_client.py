@@ -71,7 +71,8 @@ class TypeScriptClient:
         assert "structuredContent" not in result, result
         envelope: dict[str, Any] = json.loads(result["content"][0]["text"])
         assert envelope["code"] == code, envelope
-        assert envelope["message"] and envelope["retry"]["kind"], envelope
+        assert envelope["message"], envelope
+        assert envelope["retry"]["kind"], envelope
         return envelope
 
 
@@ -133,10 +134,12 @@ def test_every_error_reaches_the_typescript_client_as_workrails_envelope(
 
     invalid = ts_client.fail("start_workflow", {"workflowId": "broken-flow"}, "WORKFLOW_INVALID")
     found = invalid["details"]["details"]
-    assert found["path"].endswith("broken-flow.json") and found["problemCount"] >= 1
+    assert found["path"].endswith("broken-flow.json")
+    assert found["problemCount"] >= 1
     assert {"code", "path", "message", "fix"} <= set(found["problems"][0])
     listed = {w["workflowId"]: w for w in ts_client.ok("list_workflows", {})["workflows"]}
-    assert listed["broken-flow"]["valid"] is False and "valid" not in listed["probe-flow"]
+    assert listed["broken-flow"]["valid"] is False
+    assert "valid" not in listed["probe-flow"]
     ts_client.fail("inspect_workflow", {"workflowId": "broken-flow"}, "WORKFLOW_INVALID")
 
     started = ts_client.ok("start_workflow", {"workflowId": "probe-flow"})
@@ -161,15 +164,19 @@ def test_every_error_reaches_the_typescript_client_as_workrails_envelope(
     assert "resume_session" in bad["details"]["suggestion"]
 
     fence = ts_client.call("effect_checkpoint", {"action": "get", "checkpoint_id": "nope"})
-    assert fence.get("isError") is True and "structuredContent" not in fence, fence
+    assert fence.get("isError") is True, fence
+    assert "structuredContent" not in fence, fence
     refused = json.loads(fence["content"][0]["text"])["error"]
-    assert refused["code"] == "INVALID_INPUT" and refused["recovery"] and refused["retry"]
+    assert refused["code"] == "INVALID_INPUT"
+    assert refused["recovery"]
+    assert refused["retry"]
 
     advanced = ts_client.ok(
         "continue_workflow",
         {**started["nextCall"]["params"], "output": {"notesMarkdown": "planned"}},
     )
-    assert advanced["kind"] == "ok" and advanced["pending"]["stepId"] == "build"
+    assert advanced["kind"] == "ok"
+    assert advanced["pending"]["stepId"] == "build"
 
     # A blocked advance is a successful answer (kind "blocked"): structured, as the schema says.
     validated = ts_client.ok("start_workflow", {"workflowId": "val-flow"})
@@ -177,4 +184,5 @@ def test_every_error_reaches_the_typescript_client_as_workrails_envelope(
         "continue_workflow",
         {**validated["nextCall"]["params"], "output": {"notesMarkdown": "not yet"}},
     )
-    assert blocked["kind"] == "blocked" and blocked["retryAckToken"]
+    assert blocked["kind"] == "blocked"
+    assert blocked["retryAckToken"]

@@ -50,29 +50,36 @@ def test_detached_head_and_unborn_branch(tmp_path: Path) -> None:
     head = _repo(tmp_path / "repo")
     _git(tmp_path / "repo", "checkout", "-q", "--detach")
     facts = GitWorkspaceProbe(tmp_path).probe(str(tmp_path / "repo"))
-    assert facts is not None and facts.branch is None and facts.head_sha == head
+    assert facts is not None
+    assert facts.branch is None
+    assert facts.head_sha == head
     (tmp_path / "empty").mkdir()
     _git(tmp_path / "empty", "init", "-q")
     unborn = GitWorkspaceProbe(tmp_path).probe(str(tmp_path / "empty"))
-    assert unborn is not None and unborn.head_sha is None and unborn.branch is None
+    assert unborn is not None
+    assert unborn.head_sha is None
+    assert unborn.branch is None
     assert [d["key"] for _, _, d in observations("sess_x", unborn)] == ["repo_root_hash"]
 
 
 def test_not_a_repository_and_the_default_directory(tmp_path: Path) -> None:
     probe = GitWorkspaceProbe(tmp_path)
     plain = probe.probe(str(tmp_path))
-    assert plain is not None and plain.repo_root is None  # a given path is still a workspace
+    assert plain is not None
+    assert plain.repo_root is None
     assert probe.probe(None) is None  # the server's directory only when it is a work tree
     assert probe.probe(str(tmp_path / "missing")) is not None
     _repo(tmp_path / "repo")
     assert GitWorkspaceProbe(tmp_path / "repo").probe(None) is not None
     relative = GitWorkspaceProbe(tmp_path).probe("repo")
-    assert relative is not None and relative.path == str(tmp_path / "repo")
+    assert relative is not None
+    assert relative.path == str(tmp_path / "repo")
 
 
 def test_a_long_branch_name_is_not_recorded(tmp_path: Path) -> None:
     _repo(tmp_path / "repo")
     _git(tmp_path / "repo", "checkout", "-q", "-b", "b" * 90)
     facts = GitWorkspaceProbe(tmp_path).probe(str(tmp_path / "repo"))
-    assert facts is not None and facts.branch == "b" * 90
+    assert facts is not None
+    assert facts.branch == "b" * 90
     assert "git_branch" not in [d["key"] for _, _, d in observations("sess_x", facts)]

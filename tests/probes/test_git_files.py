@@ -83,7 +83,8 @@ def test_a_repository_its_subdirectories_and_new_commits(tmp_path: Path) -> None
     (tmp_path / "repo" / "a" / "b").mkdir(parents=True)
     for where in ("repo", "repo/a", "repo/a/b"):
         facts = assert_agrees(reader, tmp_path / where)
-        assert facts is not None and facts.branch == "main"
+        assert facts is not None
+        assert facts.branch == "main"
     _commit(tmp_path / "repo", "g")
     assert_agrees(reader, tmp_path / "repo" / "a")  # the cached answer is not reused
 
@@ -97,7 +98,9 @@ def test_branches_and_a_detached_head(tmp_path: Path) -> None:
     assert assert_agrees(reader, repo) is not None
     _git(repo, "checkout", "-q", "--detach")
     detached = assert_agrees(reader, repo)
-    assert detached is not None and detached.branch is None and detached.head_sha
+    assert detached is not None
+    assert detached.branch is None
+    assert detached.head_sha
     _git(repo, "checkout", "-q", "main")
     assert_agrees(reader, repo)
 
@@ -122,7 +125,9 @@ def test_an_unborn_branch(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     _git(tmp_path / "empty", "init", "-q", "-b", "main")
     facts = assert_agrees(reader, tmp_path / "empty")
-    assert facts is not None and facts.head_sha is None and facts.branch is None
+    assert facts is not None
+    assert facts.head_sha is None
+    assert facts.branch is None
 
 
 def test_a_linked_worktree(tmp_path: Path) -> None:
@@ -132,7 +137,8 @@ def test_a_linked_worktree(tmp_path: Path) -> None:
     _git(repo, "worktree", "add", "-q", "-b", "side", str(tmp_path / "side"))
     assert (tmp_path / "side" / ".git").is_file()
     side = assert_agrees(reader, tmp_path / "side")
-    assert side is not None and side.branch == "side"
+    assert side is not None
+    assert side.branch == "side"
     _commit(tmp_path / "side", "on-side")
     assert_agrees(reader, tmp_path / "side")
     _git(repo, "pack-refs", "--all")
@@ -149,9 +155,11 @@ def test_a_submodule_with_a_gitdir_file(tmp_path: Path) -> None:
     _repo(repo)
     _git(repo, "submodule", "add", "-q", str(tmp_path / "lib"), "vendor/lib")
     dot_git = repo / "vendor" / "lib" / ".git"
-    assert dot_git.is_file() and "modules" in dot_git.read_text()
+    assert dot_git.is_file()
+    assert "modules" in dot_git.read_text()
     inner = assert_agrees(reader, repo / "vendor" / "lib")
-    assert inner is not None and inner.repo_root == str(repo / "vendor" / "lib")
+    assert inner is not None
+    assert inner.repo_root == str(repo / "vendor" / "lib")
     assert_agrees(reader, repo / "vendor")
 
 
@@ -163,7 +171,8 @@ def test_outside_a_work_tree_and_a_repository_made_later(tmp_path: Path) -> None
     _repo(tmp_path / "plain" / "x")
     _git(tmp_path / "plain", "init", "-q", "-b", "main")  # .git appears above
     facts = assert_agrees(reader, plain)
-    assert facts is not None and facts.repo_root == str(tmp_path / "plain")
+    assert facts is not None
+    assert facts.repo_root == str(tmp_path / "plain")
 
 
 def test_a_branch_named_like_a_tag_is_left_to_git(tmp_path: Path) -> None:
@@ -174,7 +183,10 @@ def test_a_branch_named_like_a_tag_is_left_to_git(tmp_path: Path) -> None:
     _git(repo, "tag", "main")
     assert GitFileReader().read(str(repo)) is UNKNOWN
     facts = GitWorkspaceProbe(tmp_path).probe(str(repo))
-    assert facts is not None and facts.branch == git_says(repo).branch  # type: ignore[union-attr]
+    assert facts is not None
+    said = git_says(repo)
+    assert said is not None
+    assert facts.branch == said.branch
 
 
 @pytest.mark.parametrize(

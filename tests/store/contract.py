@@ -140,10 +140,12 @@ class SessionStoreContract:
         fresh = reopen()
         health = fresh.health(chain.sess).unwrap()
         assert health.kind == "corrupt_tail"
-        assert health.reason is not None and health.reason.code == "digest_mismatch"
+        assert health.reason is not None
+        assert health.reason.code == "digest_mismatch"
         assert append(fresh, chain.sess, chain.advance()).failure().code == "SESSION_NOT_HEALTHY"
         prefix = fresh.load_prefix(chain.sess).unwrap()
-        assert not prefix.complete and len(prefix.events) == 3
+        assert not prefix.complete
+        assert len(prefix.events) == 3
 
     def test_a_large_cold_load_runs_without_the_collector_and_leaves_it_on(
         self, store: Any, reopen: Any, damage: Any
@@ -177,7 +179,8 @@ class SessionStoreContract:
         assert cold_count() == Success(3 + 200 * 3)
         # Without the pause the parse alone triggers about a hundred collections here; what
         # remains is the read's own bookkeeping before and after the parse.
-        assert len(collections) < 10 and gc.isenabled()
+        assert len(collections) < 10
+        assert gc.isenabled()
         damage(chain.sess)
         assert isinstance(cold_count(), Failure)
         assert gc.isenabled()
@@ -351,7 +354,8 @@ class SessionStoreContract:
         after: str | None = None
         while True:
             page = store.list_ids(after=after, limit=2).unwrap()
-            assert len(page) <= 2 and page == sorted(page)
+            assert len(page) <= 2
+            assert page == sorted(page)
             if not page:
                 break
             seen.extend(page)
@@ -370,15 +374,18 @@ class SessionStoreContract:
         assert store.last_activity(chain.sess).unwrap() is None
         append(store, chain.sess, chain.start())
         first = store.last_activity(chain.sess).unwrap()
-        assert first is not None and first.utcoffset() is not None
+        assert first is not None
+        assert first.utcoffset() is not None
         assert abs(first - datetime.now(UTC)) <= CLOCK_SKEW_ALLOWED
         append(store, other.sess, other.start())
         later = store.last_activity(other.sess).unwrap()
-        assert later is not None and later >= first
+        assert later is not None
+        assert later >= first
         assert store.last_activity(chain.sess).unwrap() == first  # another session's write
         append(store, chain.sess, chain.advance())
         again = store.last_activity(chain.sess).unwrap()
-        assert again is not None and again >= later
+        assert again is not None
+        assert again >= later
 
     def test_append_times_say_when_each_append_was_written(self, store: SessionStore) -> None:
         chain = Chain()
@@ -394,7 +401,8 @@ class SessionStoreContract:
         assert times[0].at <= times[1].at
         assert abs(times[1].at - datetime.now(UTC)) <= CLOCK_SKEW_ALLOWED
         last = store.last_activity(chain.sess).unwrap()
-        assert last is not None and times[1].at <= last
+        assert last is not None
+        assert times[1].at <= last
         assert isinstance(store.append_times("../../etc"), Failure)
 
     def test_another_writer_on_the_same_store_excludes_this_one(
@@ -406,7 +414,8 @@ class SessionStoreContract:
         with hold_writer(chain.sess):
             refused = append(store, chain.sess, plan)
             assert isinstance(refused, Failure)
-            assert refused.failure().code == "SESSION_LOCKED" and refused.failure().retryable
+            assert refused.failure().code == "SESSION_LOCKED"
+            assert refused.failure().retryable
             assert len(events_of(store, chain.sess)) == 3  # reads go on while it writes
         assert isinstance(append(store, chain.sess, plan), Success)
         assert len(events_of(store, chain.sess)) == 6
@@ -432,7 +441,8 @@ class SessionStoreContract:
                 changed |= feed.wait(0.2).unwrap()
                 if watched.sess in changed:
                     break
-            assert watched.sess in changed and other.sess not in changed
+            assert watched.sess in changed
+            assert other.sess not in changed
         finally:
             feed.close()
 
@@ -501,12 +511,15 @@ class BackendContract:
         sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
         summary = everything(backend)[sid]
         assert summary.title == "Ship the parser"
-        assert summary.status == "in_progress" and summary.health == "healthy"
-        assert summary.workflow_id == "probe-flow" and summary.workflow_name == "Probe Flow"
+        assert summary.status == "in_progress"
+        assert summary.health == "healthy"
+        assert summary.workflow_id == "probe-flow"
+        assert summary.workflow_name == "Probe Flow"
         assert summary.primary.pending_step_id == "plan"
         assert summary.primary.pending_step_title == "Plan"
         assert (summary.primary.steps_done, summary.primary.steps_known) == (0, 3)
-        assert summary.event_count == 5 and not summary.archived
+        assert summary.event_count == 5
+        assert not summary.archived
         assert summary.last_activity is not None
 
     def test_progress_notes_and_completion_follow_the_preferred_tip(self, backend: Any) -> None:
@@ -621,7 +634,8 @@ class BackendContract:
         record = SessionLifecycle(workspace_path=long_path).archive("2026-01-01T00:00:00Z")
         assert backend.lifecycle.put(sid, record).unwrap() is True
         kept = reopen_backend().lifecycle.get(sid).unwrap()
-        assert kept.archived is True and kept.archived_at == "2026-01-01T00:00:00Z"
+        assert kept.archived is True
+        assert kept.archived_at == "2026-01-01T00:00:00Z"
         assert kept.workspace_path is None  # only the path that could not be kept is gone
 
     def test_runs_and_ids_are_found(self, backend: Any) -> None:
@@ -644,7 +658,7 @@ class BackendContract:
         assert sid in found(CandidateQuery(session_id=sid, per_signal=1))
         assert sid in found(CandidateQuery(tokens=("tokenizer",)))
         assert sid in found(CandidateQuery(tokens=("tokeniser",)))  # shares a prefix
-        with_corpus = [s for s in backend.query.candidates(CandidateQuery(session_id=sid)).unwrap()]
+        with_corpus = list(backend.query.candidates(CandidateQuery(session_id=sid)).unwrap())
         assert "tokenizer" in next(s for s in with_corpus if s.session_id == sid).corpus.split()
 
     # deletion -----------------------------------------------------------------------
@@ -667,7 +681,8 @@ class BackendContract:
         append(backend.sessions, chain.sess, chain.start())
         with hold_writer(chain.sess):
             refused = backend.sessions.delete(chain.sess)
-            assert refused.failure().code == "SESSION_LOCKED" and refused.failure().retryable
+            assert refused.failure().code == "SESSION_LOCKED"
+            assert refused.failure().retryable
             assert backend.lifecycle.put(chain.sess, _archived()).failure().code == "SESSION_LOCKED"
         assert len(events_of(backend.sessions, chain.sess)) == 3
         assert backend.sessions.delete(chain.sess).unwrap() is True
@@ -729,9 +744,11 @@ class BackendContract:
         for store in (backend.snapshots, backend.pinned):
             refs = sorted(store.put({"probe": n, "kind": str(store)}).unwrap() for n in range(3))
             listed = [r.ref for r in store.list_refs().unwrap()]
-            assert set(refs) <= set(listed) and listed == sorted(listed)
+            assert set(refs) <= set(listed)
+            assert listed == sorted(listed)
             page = store.list_refs(after=refs[0], limit=1).unwrap()
-            assert len(page) == 1 and page[0].ref > refs[0]
+            assert len(page) == 1
+            assert page[0].ref > refs[0]
             stamp = next(r for r in store.list_refs().unwrap() if r.ref == refs[1]).stored_at
             assert abs((datetime.now(UTC) - stamp).total_seconds()) < 3600
             later = datetime.now(UTC) + timedelta(hours=1)
@@ -841,7 +858,8 @@ class BackendContract:
             request = PruneRequest(older_than=timedelta(days=3650), grace=timedelta(0))
             would = pruner.prune(dataclasses.replace(request, dry_run=True)).unwrap().collected
             assert would.skipped_reason is None
-            assert snapshot_ref in would.snapshots and workflow_hash in would.pinned_workflows
+            assert snapshot_ref in would.snapshots
+            assert workflow_hash in would.pinned_workflows
 
             again = engine_over(backend, workflows)  # another caller of the same store
             restarted: list[dict[str, Any]] = []
@@ -865,7 +883,8 @@ class BackendContract:
 
             monkeypatch.setattr(lifecycle_uc, "_mark", mark_then_start_again)
             report = pruner.prune(request).unwrap()
-            assert passes == 2 and len(restarted) == 1
+            assert passes == 2
+            assert len(restarted) == 1
             assert snapshot_ref not in report.collected.snapshots
             assert workflow_hash not in report.collected.pinned_workflows
             assert backend.snapshots.get(snapshot_ref).unwrap() is not None

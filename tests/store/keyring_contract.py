@@ -57,13 +57,15 @@ class KeyringContract:
     ) -> None:
         stores = [open_keyring() for _ in range(6)]
         keys = _at_once([_loading(store) for store in stores])
-        assert len(set(keys)) == 1 and keys[0].previous is None
+        assert len(set(keys)) == 1
+        assert keys[0].previous is None
 
     def test_rotation_is_seen_by_every_opener(self, open_keyring: OpenKeyring) -> None:
         one, two = open_keyring(), open_keyring()
         first = one.load().unwrap()
         rotated = two.rotate().unwrap()
-        assert rotated.previous == first.current and rotated.current != first.current
+        assert rotated.previous == first.current
+        assert rotated.current != first.current
         assert one.load().unwrap() == rotated
 
     def test_concurrent_rotations_happen_one_after_the_other(
@@ -79,4 +81,5 @@ class KeyringContract:
         current, steps = start.current, 0
         while current in chain:
             current, steps = chain[current], steps + 1
-        assert steps == len(stores) and stores[0].load().unwrap().current == current
+        assert steps == len(stores)
+        assert stores[0].load().unwrap().current == current

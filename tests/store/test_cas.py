@@ -211,7 +211,8 @@ def test_the_decoded_cache_is_bounded_by_bytes_newest_kept(data_dir: Path) -> No
     refs = [store.put({"values": [f"s{j}" for j in range(i)]}).unwrap() for i in range(0, 2000, 50)]
     assert store._cache.held_bytes <= 50_000
     kept = [ref for ref in refs if ref in store._cache]
-    assert kept == refs[-len(kept) :] and kept
+    assert kept == refs[-len(kept) :]
+    assert kept
     # what fell out of memory is read back from disk, verified
     assert store.get(refs[0]).unwrap() == {"values": []}
 

@@ -14,15 +14,19 @@ def test_bounded_by_bytes_and_entries_oldest_out_first() -> None:
     assert [f"r{n}" in cache for n in range(3)] == [True, True, True]
     assert cache.get("r0") == {"n": 0}  # now the newest
     cache.put("r3", {"n": 3}, 30)  # a fourth entry: the oldest (r1) goes
-    assert "r1" not in cache and "r0" in cache and len(cache) == 3
+    assert "r1" not in cache
+    assert "r0" in cache
+    assert len(cache) == 3
     cache.put("r4", {"n": 4}, 80)  # over the bytes: everything older goes
-    assert len(cache) == 1 and cache.held_bytes == 80
+    assert len(cache) == 1
+    assert cache.held_bytes == 80
 
 
 def test_the_newest_object_is_kept_even_when_larger_than_the_bound() -> None:
     cache = ContentCache(max_bytes=10)
     cache.put("huge", {"x": 1}, 1_000)
-    assert cache.get("huge") == {"x": 1} and cache.held_bytes == 1_000
+    assert cache.get("huge") == {"x": 1}
+    assert cache.held_bytes == 1_000
 
 
 def test_replacing_and_forgetting_keep_the_byte_count_exact() -> None:
@@ -33,7 +37,8 @@ def test_replacing_and_forgetting_keep_the_byte_count_exact() -> None:
     assert cache.held_bytes == 50
     cache.forget("a")
     cache.forget("missing")
-    assert cache.held_bytes == 10 and len(cache) == 1
+    assert cache.held_bytes == 10
+    assert len(cache) == 1
 
 
 def test_threads_sharing_one_cache_keep_it_consistent() -> None:
@@ -54,5 +59,6 @@ def test_threads_sharing_one_cache_keep_it_consistent() -> None:
         thread.start()
     for thread in threads:
         thread.join(timeout=60)
-    assert len(cache) <= 20 and 0 <= cache.held_bytes <= 500
+    assert len(cache) <= 20
+    assert 0 <= cache.held_bytes <= 500
     assert cache.held_bytes == sum(size for _, size in cache._items.values())

@@ -187,7 +187,8 @@ def test_the_keyring_port_loads_rotates_and_reports_corruption_as_values(tmp_pat
     first = port.load().unwrap()
     assert port.load().unwrap() == first  # created once, then read
     rotated = port.rotate().unwrap()
-    assert rotated.previous == first.current and rotated.current != first.current
+    assert rotated.previous == first.current
+    assert rotated.current != first.current
     keyring_path(tmp_path).write_bytes(b"{not json")
     failed = port.load()
     assert failed.failure().code == "KEYRING_CORRUPT"
@@ -218,15 +219,18 @@ def test_a_rotation_waits_for_the_one_in_progress_in_another_process(data_dir: P
         stdout=subprocess.PIPE,
         text=True,
     )
-    assert holder.stdout is not None and holder.stdin is not None
+    assert holder.stdout is not None
+    assert holder.stdin is not None
     assert holder.stdout.readline().strip() == "HELD"
     done: list[Any] = []
     waiting = threading.Thread(target=lambda: done.append(LocalKeyringStore(data_dir).rotate()))
     waiting.start()
     waiting.join(timeout=0.5)
-    assert done == [] and read_keyring(data_dir) == start  # still waiting, nothing written
+    assert done == []
+    assert read_keyring(data_dir) == start
     holder.stdin.close()
     holder.wait(timeout=30)
     holder.stdout.close()
     waiting.join(timeout=30)
-    assert done and done[0].unwrap().previous == start.current
+    assert done
+    assert done[0].unwrap().previous == start.current

@@ -41,10 +41,12 @@ def writer_in_another_process(data_dir: Path) -> Any:
             text=True,
         )
         try:
-            assert child.stdout is not None and child.stdout.readline().strip() == "READY"
+            assert child.stdout is not None
+            assert child.stdout.readline().strip() == "READY"
             yield
         finally:
-            assert child.stdin is not None and child.stdout is not None
+            assert child.stdin is not None
+            assert child.stdout is not None
             child.stdin.close()
             child.wait(timeout=60)
             child.stdout.close()
@@ -210,7 +212,8 @@ def test_digest_mismatch_is_corrupt_tail_and_never_repaired(data_dir: Path) -> N
     store = _fresh(data_dir)
     health = store.health(chain.sess).unwrap()
     assert health.kind == "corrupt_tail"
-    assert health.reason is not None and health.reason.code == "digest_mismatch"
+    assert health.reason is not None
+    assert health.reason.code == "digest_mismatch"
     assert append(store, chain.sess, chain.advance()).failure().code == "SESSION_NOT_HEALTHY"
     assert {p: p.read_bytes() for p in sdir.rglob("*") if p.is_file()} == before
 
@@ -232,7 +235,8 @@ def test_first_manifest_line_not_json_is_corrupt_head(data_dir: Path) -> None:
     manifest.write_bytes(b"{not json\n" + b"".join(lines[1:]))
     health = _fresh(data_dir).health(chain.sess).unwrap()
     assert health.kind == "corrupt_head"
-    assert health.reason is not None and health.reason.code == "non_contiguous_indices"
+    assert health.reason is not None
+    assert health.reason.code == "non_contiguous_indices"
 
 
 def test_middle_manifest_line_not_json_is_corrupt_tail(data_dir: Path) -> None:
@@ -255,7 +259,8 @@ def test_unknown_schema_version(data_dir: Path) -> None:
     manifest.write_bytes(b"".join(lines))
     health = _fresh(data_dir).health(chain.sess).unwrap()
     assert health.kind == "unknown_version"
-    assert health.reason is not None and health.reason.code == "unknown_schema_version"
+    assert health.reason is not None
+    assert health.reason.code == "unknown_schema_version"
 
 
 def test_missing_pin_of_an_earlier_group_is_corrupt(data_dir: Path) -> None:
@@ -303,7 +308,8 @@ def test_torn_tail_never_hides_a_corrupt_final_segment(data_dir: Path) -> None:
     store = _fresh(data_dir)
     health = store.health(chain.sess).unwrap()
     assert health.kind == "corrupt_tail"
-    assert health.reason is not None and health.reason.code == "digest_mismatch"
+    assert health.reason is not None
+    assert health.reason.code == "digest_mismatch"
     assert append(store, chain.sess, chain.advance()).failure().code == "SESSION_NOT_HEALTHY"
     assert manifest.read_bytes() == intact  # nothing cut, nothing repaired
 
@@ -351,7 +357,8 @@ def test_prefix_load_salvages_up_to_the_first_bad_segment(data_dir: Path) -> Non
     seg.write_bytes(seg.read_bytes().replace(b"node_created", b"node_createx", 1))
     prefix = _fresh(data_dir).load_prefix(chain.sess).unwrap()
     assert not prefix.complete
-    assert prefix.reason is not None and prefix.reason.code == "digest_mismatch"
+    assert prefix.reason is not None
+    assert prefix.reason.code == "digest_mismatch"
     assert [e.eventIndex for e in prefix.events] == list(range(6))
 
 
@@ -498,7 +505,8 @@ def test_the_lock_registry_keeps_only_a_bounded_number_of_idle_locks(
         append(store, chain.sess, chain.start())
         assert store.health(chain.sess).unwrap().kind == "healthy"
     writers, states = SessionLockRegistry.shared().kept
-    assert writers <= IDLE_KEPT and states <= IDLE_KEPT
+    assert writers <= IDLE_KEPT
+    assert states <= IDLE_KEPT
 
 
 def test_evicting_idle_locks_never_lets_two_writers_in(
@@ -513,8 +521,8 @@ def test_evicting_idle_locks_never_lets_two_writers_in(
     monkeypatch.setattr("workrail.store.local.lock.IDLE_KEPT", 1)
     registry = SessionLockRegistry()
     dirs = [data_dir / "sessions" / Chain().sess for _ in range(3)]
-    inside = {d: 0 for d in dirs}
-    wrote = {d: 0 for d in dirs}
+    inside = dict.fromkeys(dirs, 0)
+    wrote = dict.fromkeys(dirs, 0)
     overlaps: list[Path] = []
     mutex = threading.Lock()
     barrier = threading.Barrier(6)

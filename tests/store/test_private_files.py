@@ -111,7 +111,8 @@ def test_the_server_refuses_a_shared_keyring_in_one_line_unless_allowed(data_dir
         text=True,
         timeout=120,
     )
-    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr
     assert done.stderr.splitlines()[0].startswith("KEYRING_INSECURE: "), done.stderr
     allowed = subprocess.run(
         [sys.executable, "-m", "workrail", "mcp"],

@@ -81,7 +81,8 @@ def test_concurrent_processes_append_contiguously(data_dir: Path) -> None:
         for _ in range(workers)
     ]
     for proc in procs:  # wait until every contender is up, then start them together
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "READY"
     for proc in procs:
         assert proc.stdin is not None
         proc.stdin.write("GO\n")

@@ -21,7 +21,8 @@ def test_least_recently_used_sessions_go_first() -> None:
     assert cache.get("a") is a  # now "b" is the least recently used
     cache.remember("c", c)
     assert (cache.get("a"), cache.get("b"), cache.get("c")) == (a, None, c)
-    assert len(cache) == 2 and cache.held_events == 2
+    assert len(cache) == 2
+    assert cache.held_events == 2
 
 
 def test_the_event_bound_evicts_but_keeps_one_large_session() -> None:
@@ -30,8 +31,10 @@ def test_the_event_bound_evicts_but_keeps_one_large_session() -> None:
     cache.remember("b", Entry(4))
     assert cache.held_events == 8
     cache.remember("big", Entry(50))
-    assert cache.get("a") is None and cache.get("b") is None
-    assert len(cache) == 1 and cache.held_events == 50
+    assert cache.get("a") is None
+    assert cache.get("b") is None
+    assert len(cache) == 1
+    assert cache.held_events == 50
 
 
 def test_an_entry_that_grew_is_counted_again_not_twice() -> None:
@@ -43,4 +46,5 @@ def test_an_entry_that_grew_is_counted_again_not_twice() -> None:
     assert cache.held_events == 9
     cache.forget("a")
     cache.forget("a")
-    assert cache.held_events == 0 and len(cache) == 0
+    assert cache.held_events == 0
+    assert len(cache) == 0

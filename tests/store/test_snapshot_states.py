@@ -127,7 +127,8 @@ def test_a_store_from_before_the_index_is_answered_right_and_the_index_filled_la
     }
     with sqlite3.connect(reference_data / STATES_RELPATH) as conn:
         recorded = {ref for (ref,) in conn.execute("SELECT ref FROM states")}
-    assert recorded and recorded <= set(files), "filled with what was read"
+    assert recorded, "filled with what was read"
+    assert recorded <= set(files), "filled with what was read"
 
     removed = sorted(recorded)[0]
     files.pop(removed).unlink()

@@ -22,7 +22,8 @@ def test_a_spare_is_an_empty_private_file_no_one_can_see(tmp_path: Path) -> None
     assert fd is not None
     try:
         st = os.fstat(fd)
-        assert st.st_size == 0 and st.st_nlink == 0
+        assert st.st_size == 0
+        assert st.st_nlink == 0
         assert stat.S_IMODE(st.st_mode) & 0o077 == 0
         assert list(tmp_path.iterdir()) == []
         os.write(fd, b"payload")
@@ -124,4 +125,5 @@ def test_without_spares_files_are_created_directly(
     assert Spares(background=False).take(tmp_path) is None
     fsio.atomic_write(tmp_path / "a", b"bytes")
     fsio.write_synced(tmp_path / "b", b"more")
-    assert (tmp_path / "a").read_bytes() == b"bytes" and (tmp_path / "b").read_bytes() == b"more"
+    assert (tmp_path / "a").read_bytes() == b"bytes"
+    assert (tmp_path / "b").read_bytes() == b"more"

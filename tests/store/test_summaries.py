@@ -20,7 +20,8 @@ def test_tip_states_are_bounded_by_the_steps_they_hold() -> None:
     held = [cache.get(f"ref{n}") for n in range(2_000)]
     kept = [t for t in held if t is not None]
     assert sum(1 + len(t.completed_step_ids) for t in kept) <= TIP_CACHE_WEIGHT
-    assert held[-1] == tip(1_999) and held[0] is None  # the newest stay, the oldest go
+    assert held[-1] == tip(1_999)
+    assert held[0] is None
 
 
 def test_many_small_tips_all_fit_and_the_least_recently_used_goes_first() -> None:
@@ -29,9 +30,12 @@ def test_many_small_tips_all_fit_and_the_least_recently_used_goes_first() -> Non
         cache.put(f"ref{n}", tip(1), tip_weight(tip(1)))  # weight 2 each: exactly full
     assert all(cache.get(f"ref{n}") is not None for n in (1, 2, 3, 0))  # ref0 used last
     cache.put("ref4", tip(1), tip_weight(tip(1)))
-    assert cache.get("ref1") is None and cache.get("ref0") is not None
+    assert cache.get("ref1") is None
+    assert cache.get("ref0") is not None
     cache.put("big", tip(20), tip_weight(tip(20)))  # heavier than the whole budget: kept alone
-    assert cache.get("big") is not None and len(cache) == 1
+    assert cache.get("big") is not None
+    assert len(cache) == 1
     cache.put("big", tip(0), tip_weight(tip(0)))  # replacing a value re-weighs it
     cache.put("ref5", tip(1), tip_weight(tip(1)))
-    assert cache.get("big") is not None and cache.get("ref5") is not None
+    assert cache.get("big") is not None
+    assert cache.get("ref5") is not None

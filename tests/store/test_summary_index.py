@@ -108,9 +108,11 @@ def test_reference_sessions_are_summarised(reference_data: Path) -> None:
     backend = LocalBackend.open(reference_data)
     summaries = {s.session_id: s for s in backend.query.page(SessionFilter()).unwrap().summaries}
     probe = summaries["sess_akuobhxpaal3j6jgnpsnzywq2u"]
-    assert probe.workflow_name == "Probe Flow" and probe.is_healthy
+    assert probe.workflow_name == "Probe Flow"
+    assert probe.is_healthy
     blocked = summaries["sess_xitzhouag5y6h6k7bbzrv6k6ly"]
-    assert blocked.status == "blocked" and blocked.primary is not None
+    assert blocked.status == "blocked"
+    assert blocked.primary is not None
     assert blocked.primary.pending_step_id == "write"
 
 
@@ -200,6 +202,7 @@ def test_terms_another_connection_wrote_are_replaced_not_assumed(data_dir: Path)
 
     engine.advance(current["stateToken"], current["ackToken"], notes_markdown="beta").unwrap()
     kept = indexed_rows(other)[sid]["corpus"].split()
-    assert "intruder" not in kept and {"alpha", "beta", "parser"} <= set(kept)
+    assert "intruder" not in kept
+    assert {"alpha", "beta", "parser"} <= set(kept)
     other.query.rebuild().unwrap()
     assert indexed_rows(other)[sid]["corpus"].split() == kept

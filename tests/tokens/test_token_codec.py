@@ -348,12 +348,12 @@ def test_any_object_with_current_and_previous_is_a_key_source() -> None:
 def test_minting_with_a_malformed_session_id_is_a_caller_bug(
     codec: TokenCodec, bad_id: str
 ) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="not a sess id"):
         codec.mint_ack(session_id=bad_id, node_id=NODE, attempt_id=ATTEMPT)
 
 
 def test_minting_with_a_malformed_workflow_hash_is_a_caller_bug(codec: TokenCodec) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="non-hexadecimal"):
         codec.mint_state(session_id=SESSION, node_id=NODE, workflow_hash="sha256:zz")
 
 
@@ -374,7 +374,8 @@ def test_error_envelope_matches_the_wire_contract(codec: TokenCodec) -> None:
 def test_continue_token_round_trips_and_is_short() -> None:
     codec = codec_for(KEY_A)
     text = codec.mint_continue(session_id=SESSION, node_id=NODE, attempt_id=ATTEMPT)
-    assert text.startswith("ct1.") and len(text) == token_length("continue") == 91
+    assert text.startswith("ct1.")
+    assert len(text) == token_length("continue") == 91
     parsed = codec.parse_continue(text).unwrap()
     assert isinstance(parsed, ContinueToken)
     assert parsed.ack() == AckToken(SESSION, NODE, ATTEMPT)
@@ -392,7 +393,8 @@ def test_an_ack_relabelled_as_continue_fails_its_signature() -> None:
     ack = codec.mint_ack(session_id=SESSION, node_id=NODE, attempt_id=ATTEMPT)
     forged = "ct1." + ack.removeprefix("ack1.")
     err = codec.parse_continue(forged)
-    assert isinstance(err, Failure) and err.failure().code == "TOKEN_BAD_SIGNATURE"
+    assert isinstance(err, Failure)
+    assert err.failure().code == "TOKEN_BAD_SIGNATURE"
     assert isinstance(codec.parse_ack("ack1." + forged.removeprefix("ct1.")), Success)
 
 
@@ -401,5 +403,6 @@ def test_continue_parameter_names_the_kind_it_got(kind: str) -> None:
     codec = codec_for(KEY_A)
     mint = codec.mint_ack if kind == "ack" else codec.mint_checkpoint
     err = codec.parse_continue(mint(session_id=SESSION, node_id=NODE, attempt_id=ATTEMPT))
-    assert isinstance(err, Failure) and err.failure().code == "TOKEN_INVALID_FORMAT"
+    assert isinstance(err, Failure)
+    assert err.failure().code == "TOKEN_INVALID_FORMAT"
     assert "Expected a continue token" in err.failure().message

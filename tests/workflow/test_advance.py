@@ -120,7 +120,8 @@ def test_blocked_on_missing_notes_keeps_state_and_derives_ids() -> None:
     assert isinstance(decision, Blocked)
     state = decision.snapshot.state
     assert isinstance(state, BlockedState)
-    assert state.pending_step is not None and state.pending_step.step_id == "write"
+    assert state.pending_step is not None
+    assert state.pending_step.step_id == "write"
     assert isinstance(state.blocked, RetryableBlock)
     assert state.blocked.retry_attempt_id == next_attempt_id(ATTEMPT)
     assert state.blocked.validation_ref == f"validation_{ATTEMPT}"
@@ -131,9 +132,11 @@ def test_blocked_on_missing_notes_keeps_state_and_derives_ids() -> None:
 
 def test_recap_only_when_validation_passes_or_absent() -> None:
     plain = first_decision([step("a"), step("b")], notes_markdown="notes")
-    assert isinstance(plain, Advanced) and plain.record_recap
+    assert isinstance(plain, Advanced)
+    assert plain.record_recap
     silent = first_decision([step("a"), step("b")])
-    assert isinstance(silent, Advanced) and not silent.record_recap
+    assert isinstance(silent, Advanced)
+    assert not silent.record_recap
 
 
 def test_output_contract_missing_invalid_and_satisfied() -> None:
@@ -164,10 +167,13 @@ def test_optional_contract_passes_without_artifact() -> None:
 def test_advancing_a_complete_snapshot_is_an_error_value() -> None:
     wf = compiled(make_workflow([step("a")]))
     result = decide_advance(wf, complete_snapshot(), AdvanceRequest(attempt_id=ATTEMPT, context={}))
-    assert isinstance(result, Failure) and result.failure().engine_kind == "no_pending_step"
+    assert isinstance(result, Failure)
+    assert result.failure().engine_kind == "no_pending_step"
 
 
 def test_last_step_advances_to_complete_without_trace() -> None:
     decision = first_decision([step("only")])
-    assert isinstance(decision, Advanced) and decision.is_complete and decision.trace == ()
+    assert isinstance(decision, Advanced)
+    assert decision.is_complete
+    assert decision.trace == ()
     assert decision.validation.result == ValidationResult(valid=True)

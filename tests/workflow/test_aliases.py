@@ -45,7 +45,8 @@ def test_every_alias_names_a_bundled_workflow() -> None:
         assert (ROOT / "workflows" / f"{current}.json").is_file(), current
         assert not (ROOT / "workflows" / f"{former}.json").exists()
         assert alias_target(former) == current
-    assert alias_target("wr.coding-task") is None and alias_target("nope") is None
+    assert alias_target("wr.coding-task") is None
+    assert alias_target("nope") is None
 
 
 def test_a_real_workflow_with_a_former_id_wins_over_the_alias(tmp_path: Path) -> None:
@@ -107,7 +108,8 @@ async def test_a_session_on_a_former_workflow_keeps_its_pinned_definition(
 async def test_a_former_id_still_names_a_prompt(tmp_path: Path) -> None:
     async with workrail_client(tmp_path, include_bundled=True) as client:
         listed = {p.name for p in (await client.list_prompts()).prompts}
-        assert "wr.coding-task" in listed and "coding-task" not in listed
+        assert "wr.coding-task" in listed
+        assert "coding-task" not in listed
         prompt = await client.get_prompt("coding-task", {"goal": "add --json"})
         text = prompt.messages[0].content.text  # type: ignore[union-attr]
         assert '{"workflowId": "wr.coding-task", "context": {"goal": "add --json"}}' in text

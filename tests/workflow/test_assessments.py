@@ -115,7 +115,8 @@ def test_several_refs_match_by_id_and_then_in_order() -> None:
 
 def test_an_undeclared_reference_cannot_pass_but_says_why() -> None:
     check = check_assessments(make_step(["ghost"]), DEFS, [art(x="y")])
-    assert check.status == "invalid" and "declares no assessment 'ghost'" in check.issues[0]
+    assert check.status == "invalid"
+    assert "declares no assessment 'ghost'" in check.issues[0]
 
 
 def recorded(assessment_id: str, **levels: str) -> RecordedAssessment:

@@ -41,7 +41,8 @@ def test_library_dirs_come_from_the_environment_and_the_command_line(tmp_path: P
         cwd=tmp_path,
     ).unwrap()
     origins = [(s.origin, s.directory) for s in config.discovery.sources()]
-    assert ("library", library) in origins and ("library", other) in origins
+    assert ("library", library) in origins
+    assert ("library", other) in origins
     assert origins.index(("library", library)) < origins.index(("library", other))
     assert origins[-1][0] == "bundled"
     catalog = discover(config.discovery)
@@ -93,10 +94,13 @@ def test_a_rebuilt_catalogue_compiles_only_what_changed(tmp_path: Path) -> None:
 
 def test_python_only_regex_syntax_is_honoured_and_named() -> None:
     inline = compile_js_regex("status: (?i)done")
-    assert inline is not None and inline.search("STATUS: DONE")
+    assert inline is not None
+    assert inline.search("STATUS: DONE")
     dotall = compile_js_regex("a(?s).b")
-    assert dotall is not None and dotall.search("a\nb")
+    assert dotall is not None
+    assert dotall.search("a\nb")
     named = compile_js_regex("(?P<word>x)(?P=word)")
-    assert named is not None and named.fullmatch("xx")
+    assert named is not None
+    assert named.fullmatch("xx")
     assert python_only_syntax("(?i)x(?P<n>y)") == ["(?i)", "(?P<name>…)"]
     assert python_only_syntax("(?<n>y)\\k<n>") == []

@@ -117,11 +117,13 @@ def test_js_number_nan_and_equality_edges() -> None:
 
 def test_js_regex_dialect() -> None:
     named = compile_js_regex(r"(?<word>\w+)-\k<word>")
-    assert named is not None and named.search("ab-ab")
+    assert named is not None
+    assert named.search("ab-ab")
     assert compile_js_regex("a", "x") is None
     assert compile_js_regex("a", "gg") is None
     insensitive = compile_js_regex("abc", "gi")
-    assert insensitive is not None and insensitive.search("xABCx")
+    assert insensitive is not None
+    assert insensitive.search("xABCx")
 
 
 @pytest.mark.parametrize(

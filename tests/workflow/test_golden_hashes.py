@@ -155,7 +155,8 @@ def test_val_flow_blocked_snapshots_match_reference(spec_fixtures: Path) -> None
     assert passed.snapshot.snapshot_ref() == (
         "sha256:94d13b63da0bd56f2d444c91cf88ac902d889a44c85e7ee19684d56553f2bc98"
     )
-    assert passed.validation.contract_ref == "none" and passed.validation.result.valid
+    assert passed.validation.contract_ref == "none"
+    assert passed.validation.result.valid
     assert passed.record_recap
     missing = decide_advance(
         wf,

@@ -56,10 +56,12 @@ def test_skipped_step_runs_later_when_condition_becomes_true() -> None:
     )
     state = InterpreterState(CompletedKeys({"one"}))
     first = select_next(wf, state, {}).unwrap()
-    assert first.state.pending is not None and first.state.pending.step_id == "two"
+    assert first.state.pending is not None
+    assert first.state.pending.step_id == "two"
     after_two = complete_pending(first.state).unwrap()
     again = select_next(wf, after_two, {"go": True}).unwrap()
-    assert again.state.pending is not None and again.state.pending.step_id == "opt"
+    assert again.state.pending is not None
+    assert again.state.pending.step_id == "opt"
 
 
 def test_start_skips_a_conditional_first_step() -> None:
@@ -71,7 +73,8 @@ def test_start_skips_a_conditional_first_step() -> None:
 def test_start_with_no_eligible_step_is_an_error_value() -> None:
     wf = compiled(make_workflow([step("opt", runCondition={"var": "go"})]))
     result = start(wf, {})
-    assert isinstance(result, Failure) and result.failure().code == "NO_ELIGIBLE_STEP"
+    assert isinstance(result, Failure)
+    assert result.failure().code == "NO_ELIGIBLE_STEP"
 
 
 def loop(loop_id: str, config: dict[str, Any], body: Any, **extra: Any) -> dict[str, Any]:
@@ -128,7 +131,8 @@ def test_loop_kinds(
     keys = run_keys(wf, context)
     body = [k for k in keys if k.endswith("::body")]
     assert body == [f"work-loop@{i}::body" for i in range(expected_iterations)]
-    assert keys[0] == "before" and keys[-1] == "after"
+    assert keys[0] == "before"
+    assert keys[-1] == "after"
 
 
 def test_loop_variables_feed_body_conditions() -> None:
@@ -185,16 +189,17 @@ def test_artifact_loop_newest_decision_wins() -> None:
     stop = {"kind": "wr.loop_control", "loopId": "review-loop", "decision": "stop"}
     state = InterpreterState(CompletedKeys({"prep"}))
     entered = select_next(wf, state, {}, [go]).unwrap()
-    assert (
-        entered.state.pending is not None and entered.state.pending.key == "review-loop@0::review"
-    )
+    assert entered.state.pending is not None
+    assert entered.state.pending.key == "review-loop@0::review"
     kinds = [t.kind for t in entered.trace]
     assert kinds == ["evaluated_condition", "entered_loop", "selected_next_step"]
     after = complete_pending(entered.state).unwrap()
     second = select_next(wf, after, {}, [go, go]).unwrap()
-    assert second.state.pending is not None and second.state.pending.key == "review-loop@1::review"
+    assert second.state.pending is not None
+    assert second.state.pending.key == "review-loop@1::review"
     done = select_next(wf, complete_pending(second.state).unwrap(), {}, [go, go, stop]).unwrap()
-    assert done.state.pending is not None and done.state.pending.key == "done"
+    assert done.state.pending is not None
+    assert done.state.pending.key == "done"
     assert "review-loop" in done.state.completed
 
 
@@ -251,12 +256,14 @@ def test_frame_beyond_max_iterations_is_rejected() -> None:
     )
     state = InterpreterState(loop_stack=(LoopFrame(loop_id="the-loop", iteration=2, body_index=0),))
     result = select_next(wf, state, {})
-    assert isinstance(result, Failure) and result.failure().code == "INVALID_LOOP_STATE"
+    assert isinstance(result, Failure)
+    assert result.failure().code == "INVALID_LOOP_STATE"
 
 
 def test_complete_pending_requires_a_pending_step() -> None:
     result = complete_pending(InterpreterState())
-    assert isinstance(result, Failure) and result.failure().code == "NO_PENDING_STEP"
+    assert isinstance(result, Failure)
+    assert result.failure().code == "NO_PENDING_STEP"
 
 
 # --- properties -----------------------------------------------------------------------------
@@ -414,7 +421,8 @@ def test_an_artifact_only_loop_is_entered_without_a_decision() -> None:
     other = select_next(
         wf, InterpreterState(CompletedKeys({"first"})), {}, [_decision("stop", "elsewhere")]
     ).unwrap()
-    assert other.state.pending is not None and other.state.pending.step_id == "pass"
+    assert other.state.pending is not None
+    assert other.state.pending.step_id == "pass"
 
 
 def test_an_artifact_only_loop_follows_the_newest_decision() -> None:
@@ -422,10 +430,12 @@ def test_an_artifact_only_loop_follows_the_newest_decision() -> None:
     state = select_next(wf, InterpreterState(CompletedKeys({"first"})), {}, []).unwrap().state
     history = [_decision("continue")]
     second = select_next(wf, complete_pending(state).unwrap(), {}, history).unwrap()
-    assert second.state.pending is not None and second.state.pending.key == "the-loop@1::pass"
+    assert second.state.pending is not None
+    assert second.state.pending.key == "the-loop@1::pass"
     history += [_decision("stop")]
     done = select_next(wf, complete_pending(second.state).unwrap(), {}, history).unwrap()
-    assert done.state.pending is not None and done.state.pending.step_id == "done"
+    assert done.state.pending is not None
+    assert done.state.pending.step_id == "done"
 
 
 def test_an_until_loop_without_condition_and_an_explicit_loop_id() -> None:
@@ -434,7 +444,8 @@ def test_an_until_loop_without_condition_and_an_explicit_loop_id() -> None:
     state = select_next(wf, InterpreterState(CompletedKeys({"first"})), {}, []).unwrap().state
     stop = select_next(wf, complete_pending(state).unwrap(), {}, [_decision("stop", "named")])
     selection = stop.unwrap()
-    assert selection.state.pending is not None and selection.state.pending.step_id == "done"
+    assert selection.state.pending is not None
+    assert selection.state.pending.step_id == "done"
 
 
 def test_a_loop_with_a_condition_still_asks_for_its_decision() -> None:
@@ -442,7 +453,8 @@ def test_a_loop_with_a_condition_still_asks_for_its_decision() -> None:
     result = select_next(wf, InterpreterState(CompletedKeys({"first"})), {}, [])
     assert isinstance(result, Failure)
     assert result.failure().code == "LOOP_CONTROL_ARTIFACT_MISSING"
-    assert result.failure().needs is not None and result.failure().needs.key == "the-loop"
+    assert result.failure().needs is not None
+    assert result.failure().needs.key == "the-loop"
 
 
 def test_entering_an_artifact_only_loop_ignores_a_stop_from_an_earlier_pass() -> None:
@@ -450,7 +462,9 @@ def test_entering_an_artifact_only_loop_ignores_a_stop_from_an_earlier_pass() ->
     state = InterpreterState(CompletedKeys({"first"}))
     stale = [_decision("stop")]  # e.g. the stop that ended this loop in an outer iteration
     again = select_next(wf, state, {}, stale, fresh_from=len(stale)).unwrap()
-    assert again.state.pending is not None and again.state.pending.step_id == "pass"
+    assert again.state.pending is not None
+    assert again.state.pending.step_id == "pass"
     # A stop sent with this very call (a step before the loop deciding to skip it) counts.
     skipped = select_next(wf, state, {}, [*stale, _decision("stop")], fresh_from=1).unwrap()
-    assert skipped.state.pending is not None and skipped.state.pending.step_id == "done"
+    assert skipped.state.pending is not None
+    assert skipped.state.pending.step_id == "done"

@@ -44,4 +44,5 @@ def test_groups_come_in_the_fixed_order_and_keep_their_members_order() -> None:
 def test_a_row_shows_the_first_sentence_only() -> None:
     assert first_sentence("Do the thing.  Then more.") == "Do the thing."
     long = "word " * 40
-    assert len(first_sentence(long)) == 90 and first_sentence(long).endswith("…")
+    assert len(first_sentence(long)) == 90
+    assert first_sentence(long).endswith("…")

@@ -31,7 +31,8 @@ def drive(workflow_id: str, context_by_step: dict[str, dict[str, Any]]) -> list[
         if pending is None:
             return visited
         prompt = render_pending(wf, pending, context)
-        assert prompt.prompt and prompt.title
+        assert prompt.prompt
+        assert prompt.title
         visited.append(pending.key)
         context = {**context, **context_by_step.get(pending.key, {})}
         decision = decide_advance(
@@ -106,7 +107,9 @@ def test_bug_investigation_escalates_without_root_cause() -> None:
             "hypotheses": {"hypotheses": ["a"], "rootCauseFound": False},
         },
     )
-    assert "ask-for-details" in visited and "escalate" in visited and "fix" not in visited
+    assert "ask-for-details" in visited
+    assert "escalate" in visited
+    assert "fix" not in visited
 
 
 def test_code_review_with_security_pass_and_findings_loop() -> None:

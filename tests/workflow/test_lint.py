@@ -43,11 +43,14 @@ def test_quoted_booleans_and_numbers_are_warned_with_the_fix() -> None:
         ("CONDITION_QUOTED_LITERAL", "$.steps[1].runCondition.and[2].not.equals"),
     ]
     first, second, third = warnings
-    assert '`ready` with the string "false"' in first.message and "boolean" in first.message
+    assert '`ready` with the string "false"' in first.message
+    assert "boolean" in first.message
     assert first.fix.startswith("write false without quotes")
-    assert "number 3" in second.message and second.fix.startswith("write 3 without quotes")
+    assert "number 3" in second.message
+    assert second.fix.startswith("write 3 without quotes")
     assert third.fix.startswith("write true without quotes")
-    assert first.to_json()["path"] == first.path and "fix:" in first.line()
+    assert first.to_json()["path"] == first.path
+    assert "fix:" in first.line()
 
 
 def test_a_warned_file_stays_valid_and_keeps_its_hash() -> None:

@@ -57,7 +57,8 @@ def test_loop_control_contract_section_and_loop_context() -> None:
         step_id="review", loop_path=[LoopPathFrame(loop_id="each-x", iteration=1)]
     )
     prompt = render_pending(wf, instance, {"xs": ["a", {"k": "b"}]}).prompt
-    assert '- currentItem = {"k":"b"}' in prompt and "- currentIndex = 1" in prompt
+    assert '- currentItem = {"k":"b"}' in prompt
+    assert "- currentIndex = 1" in prompt
     assert prompt.endswith(
         "**OUTPUT REQUIREMENTS (System):**\n- Artifact contract: wr.contracts.loop_control\n"
         '- Provide an artifact with kind: "wr.loop_control"\n'
@@ -122,7 +123,8 @@ def test_function_definitions_respect_scope_and_references() -> None:
         )
     )
     refs = render_recovery(wf, StepInstance(step_id="refs"), RecoveryContext()).prompt
-    assert "function wide(...)\n  W" in refs and "local" not in refs
+    assert "function wide(...)\n  W" in refs
+    assert "local" not in refs
     everything = render_recovery(wf, StepInstance(step_id="all"), RecoveryContext()).prompt
     assert everything.index("function local") < everything.index("function wide")
     assert "hidden" not in everything

@@ -34,7 +34,8 @@ async def _call(client: Any, tool: str, arguments: dict[str, Any]) -> dict[str, 
 async def test_a_block_prompt_with_refs_and_features(tmp_path: Path) -> None:
     async with workrail_client(tmp_path, [V3]) as client:
         run = await ScriptedAgent(client).run("v3.blocks")
-    assert run.complete and run.steps == ["plan", "write-up"]
+    assert run.complete
+    assert run.steps == ["plan", "write-up"]
     plan = run.prompts["plan"][0]
     assert plan.startswith(f"{HEADINGS['goal']}\nPlan the change to the parser.")
     assert "1. Read the parser.\n2. List the edge cases." in plan
@@ -57,7 +58,8 @@ async def test_metrics_footer_and_catalogue_metadata(tmp_path: Path) -> None:
         assert row["about"].startswith("## Metrics probe")
         assert row["examples"] == ["Fix the flaky login test and open a pull request"]
         plain = next(w for w in listed["workflows"] if w["workflowId"] == "v3.fragments")
-        assert "about" not in plain and "examples" not in plain
+        assert "about" not in plain
+        assert "examples" not in plain
         inspected = await _call(client, "inspect_workflow", {"workflowId": "v3.metrics"})
         assert inspected["about"] == row["about"]
         assert inspected["authoringSpec"]["stale"] is True
@@ -65,8 +67,10 @@ async def test_metrics_footer_and_catalogue_metadata(tmp_path: Path) -> None:
         run = await ScriptedAgent(client, script).run("v3.metrics")
     assert run.complete
     first, last = run.prompts["change"][0], run.prompts["ship"][0]
-    assert COMMITS_KEY in first and OUTCOME_KEY not in first
-    assert COMMITS_KEY in last and OUTCOME_KEY in last
+    assert COMMITS_KEY in first
+    assert OUTCOME_KEY not in first
+    assert COMMITS_KEY in last
+    assert OUTCOME_KEY in last
 
 
 @pytest.mark.parametrize(
@@ -81,7 +85,8 @@ async def test_fragments_follow_the_context_both_ways(
     assert run.complete
     assert run.prompts["choose"][0] == "Say how deep to go.\n\nBe brief."
     work = run.prompts["work"][0]
-    assert shown in work and hidden not in work
+    assert shown in work
+    assert hidden not in work
 
 
 async def test_a_routine_is_run_as_the_callers_steps(tmp_path: Path) -> None:
@@ -126,7 +131,8 @@ async def test_placeholders_are_filled_when_known_and_kept_otherwise(tmp_path: P
     async with workrail_client(tmp_path, [V3]) as client:
         on = await ScriptedAgent(client).run("v3.placeholders", context)
         off = await ScriptedAgent(client).run("v3.placeholders-off", context)
-    assert on.complete and off.complete
+    assert on.complete
+    assert off.complete
     assert on.prompts["intro"][0] == "Working on T-7 for {{owner}}."
     reviews = [p.split("\n")[0] for p in on.prompts["review-file"]]
     assert reviews == ["Review a.py (0).", "Review b.py (1)."]

@@ -27,8 +27,10 @@ def test_broken_workflow_reports_all_problems(name: str) -> None:
     assert not isinstance(result, LoadedWorkflow)
     assert [[p.code, p.path] for p in result.problems] == EXPECTED[name]
     for problem in result.problems:
-        assert problem.message and problem.fix
-        assert "\n" not in problem.fix and len(problem.fix) < 300
+        assert problem.message
+        assert problem.fix
+        assert "\n" not in problem.fix
+        assert len(problem.fix) < 300
 
 
 def test_messages_say_what_to_do() -> None:

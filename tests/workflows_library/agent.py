@@ -151,7 +151,7 @@ class LibraryScript:
             index = self.rated.get(assessment, 0)
             self.rated[assessment] = index + 1
             level = _nth(self.path.levels.get(assessment, ["high"]), index)
-            dims = {d: level for d in self.dimensions[assessment]}
+            dims = dict.fromkeys(self.dimensions[assessment], level)
             return [{"kind": "wr.assessment", "assessmentId": assessment, "dimensions": dims}]
         if withhold:
             return []

@@ -52,7 +52,8 @@ def _paths(workflow_id: str) -> list[LibraryPath]:
 
 
 def test_the_library_has_fifteen_workflows_and_six_routines() -> None:
-    assert len(WORKFLOWS) >= 15 and len(ROUTINE_FILES) >= 6
+    assert len(WORKFLOWS) >= 15
+    assert len(ROUTINE_FILES) >= 6
     assert all(stem.startswith("wr.") for stem in WORKFLOWS)
 
 
@@ -60,12 +61,14 @@ def test_the_library_has_fifteen_workflows_and_six_routines() -> None:
 def test_each_workflow_carries_what_the_library_promises(stem: str) -> None:
     wf = WORKFLOWS[stem]
     assert wf["id"] == stem
-    assert len(wf["about"]) > 200 and len(wf["examples"]) >= 2
+    assert len(wf["about"]) > 200
+    assert len(wf["examples"]) >= 2
     assert wf["metricsProfile"] in {"coding", "review", "research", "design", "ticket", "none"}
     steps = list(_all_steps(wf))
     assert any("runCondition" in s for s in steps), "no condition changes the path"
     criteria = [c for s in steps for c in s.get("validationCriteria", [])]
-    assert criteria and all(len(c.get("message", "")) > 30 for c in criteria)
+    assert criteria
+    assert all(len(c.get("message", "")) > 30 for c in criteria)
     loops = [s for s in wf["steps"] if s.get("type") == "loop"]
     assert all(1 <= s["loop"]["maxIterations"] <= 40 for s in loops)
     for loop in _artifact_loops(wf):
@@ -104,7 +107,8 @@ def test_the_paths_take_every_condition_both_ways(stem: str) -> None:
             continue
         ids = {step["id"]} | {s["id"] for s in step.get("body") or []}
         taken = [bool(ids & set(p.expected)) for p in paths]
-        assert any(taken) and not all(taken), (step["id"], taken)
+        assert any(taken), (step["id"], taken)
+        assert not all(taken), (step["id"], taken)
 
 
 @pytest.mark.parametrize("stem", sorted(WORKFLOWS))

@@ -5,6 +5,7 @@ on first use through the composition root."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -31,10 +32,8 @@ def exit_now(code: int) -> NoReturn:
     """Flush and leave without waiting for other threads: a server's worker thread that is
     blocked reading stdin would otherwise hold the process until Enter is pressed."""
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):
             stream.flush()
-        except (OSError, ValueError):
-            pass
     os._exit(code)
 
 

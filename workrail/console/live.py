@@ -19,6 +19,7 @@ the page the stream is alive, and notices a closed tab within a second.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import threading
@@ -201,10 +202,9 @@ class Streams:
 
 
 def _post(listener: _Listener, changed: frozenset[str], problem: str | None) -> None:
-    try:
+    # RuntimeError: its event loop has closed, and the stream is gone with it
+    with contextlib.suppress(RuntimeError):
         listener.loop.call_soon_threadsafe(listener.deliver, changed, problem)
-    except RuntimeError:  # its event loop has closed: the stream is gone with it
-        pass
 
 
 class _EventStream(StreamingResponse):

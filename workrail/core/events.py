@@ -385,13 +385,15 @@ class EventBase(Lenient):
     @property
     def run_id(self) -> str:
         """scope.runId (only for kinds whose scope requires it)."""
-        assert self.scope is not None and self.scope.runId is not None
+        assert self.scope is not None
+        assert self.scope.runId is not None
         return self.scope.runId
 
     @property
     def node_id(self) -> str:
         """scope.nodeId (only for kinds whose scope requires it)."""
-        assert self.scope is not None and self.scope.nodeId is not None
+        assert self.scope is not None
+        assert self.scope.nodeId is not None
         return self.scope.nodeId
 
 

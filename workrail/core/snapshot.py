@@ -201,7 +201,7 @@ class _Progress(_Wire):
             path = [(f.loop_id, f.iteration) for f in self.pending.step.loop_path]
             if path != [(f.loop_id, f.iteration) for f in self.loop_stack]:
                 raise ValueError("pending loopPath must equal the loopStack frames in order")
-            if self.pending.step.key in self.completed.keys():
+            if self.pending.step.key in self.completed.keys():  # noqa: SIM118 - a method, not a dict view
                 raise ValueError("the pending step instance is already completed")
         return self
 

@@ -584,9 +584,9 @@ def _unresolved_critical_gaps(events: Sequence[DomainEvent]) -> dict[str, list[G
     out: dict[str, list[GapRecorded]] = {}
     for gap_id, gap in sorted(latest.items(), key=lambda kv: (kv[1].eventIndex, kv[0])):
         data = gap.data
-        if data.resolution.kind == "unresolved" and data.severity == "critical":
-            if gap_id not in resolved:
-                out.setdefault(gap.run_id, []).append(gap)
+        critical = data.resolution.kind == "unresolved" and data.severity == "critical"
+        if critical and gap_id not in resolved:
+            out.setdefault(gap.run_id, []).append(gap)
     return out
 
 

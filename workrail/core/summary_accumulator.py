@@ -135,9 +135,8 @@ class SummaryAccumulator:
                 self.first_notes_line = notes_line(event)
         elif isinstance(event, GapRecorded):
             self._gap(event)
-        elif isinstance(event, ObservationRecorded):
-            if event.data.key in OBSERVATION_KEYS:
-                self.observations[event.data.key] = event.data.value.value
+        elif isinstance(event, ObservationRecorded) and event.data.key in OBSERVATION_KEYS:
+            self.observations[event.data.key] = event.data.value.value
 
     def _gap(self, event: GapRecorded) -> None:
         data = event.data

@@ -269,14 +269,13 @@ def load_session(source: SessionSource, session_id: str) -> SessionView:
     checked = source.sessions.health(session_id)
     if not isinstance(checked, Success):
         error: StoreError = checked.failure()
-        view = SessionView(
+        return SessionView(
             session_id,
             {"kind": "unreadable", "reason": {"code": error.code, "message": error.message}},
             0,
             None,
             [],
         )
-        return view
     health = checked.unwrap()
     view = SessionView(
         session_id, health.to_json(), 0, session_activity(source.sessions, session_id), []

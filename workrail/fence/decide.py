@@ -273,9 +273,9 @@ def decide_transition(
         return Failure(Rejection("stale_stage"))
     if (cmd.from_stage, cmd.to_stage) not in EDGES:
         return Failure(Rejection("invalid_edge"))
-    if cmd.to_stage == "compensated" and cmd.from_stage == "claimed":
-        if not current.recovery_required:
-            return Failure(Rejection("compensate_without_action"))
+    compensating = cmd.to_stage == "compensated" and cmd.from_stage == "claimed"
+    if compensating and not current.recovery_required:
+        return Failure(Rejection("compensate_without_action"))
     if (cmd.evidence_type is None) == cmd.evidence_present:
         return Failure(Rejection("evidence_incomplete"))
     if cmd.evidence_type is None and _evidence_required(current, cmd):

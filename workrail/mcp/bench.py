@@ -10,6 +10,7 @@ so the protocol's own cost can be told apart from WorkRail's (engine + fsync'd s
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -95,10 +96,8 @@ def _wait_accepting(proc: subprocess.Popen[bytes], port: int) -> None:
             with socket.create_connection(("127.0.0.1", port), timeout=0.1):
                 return
         except OSError:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=0.1)
-            except subprocess.TimeoutExpired:
-                pass
     raise RuntimeError("the HTTP server never accepted connections")
 
 

@@ -14,6 +14,7 @@ Every regular file the store creates has mode 0600, as the reference does.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -218,10 +219,8 @@ def write_synced(path: Path, data: bytes) -> None:
     `path` once durable; without a spare, `path` is created with O_EXCL. Either way
     whatever was at `path` is unlinked first, so a symlink planted there is removed, never
     written through."""
-    try:
+    with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
-    except FileNotFoundError:
-        pass
     if _write_spare(path, data, replace=False):
         return
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, FILE_MODE)

@@ -163,11 +163,12 @@ def non_numeric_operands(condition: Any, context: Mapping[str, Any]) -> list[tup
     found: list[tuple[str, Any]] = []
     for node in condition_nodes(condition):
         name = node.get("var")
-        if isinstance(name, str) and any(op in node for op in NUMERIC_OPERATORS):
-            if not any(op in node for op in VALUE_OPERATORS[: VALUE_OPERATORS.index("gt")]):
-                value = context.get(name, _MISSING)
-                if not is_number(value):
-                    found.append((name, value))
+        if not isinstance(name, str) or not any(op in node for op in NUMERIC_OPERATORS):
+            continue
+        if not any(op in node for op in VALUE_OPERATORS[: VALUE_OPERATORS.index("gt")]):
+            value = context.get(name, _MISSING)
+            if not is_number(value):
+                found.append((name, value))
     return found
 
 

@@ -117,9 +117,12 @@ def _loop_config_is_current(config: Any) -> bool:
     if config.get("type") in ("while", "until") and "condition" not in config:
         return True
     source = config.get("conditionSource")
-    if isinstance(source, dict) and source.get("kind") == "artifact_contract":
-        if "loopId" not in source:
-            return True
+    if (
+        isinstance(source, dict)
+        and source.get("kind") == "artifact_contract"
+        and "loopId" not in source
+    ):
+        return True
     if isinstance(source, dict) and _condition_is_current(source.get("condition")):
         return True
     return _condition_is_current(config.get("condition"))

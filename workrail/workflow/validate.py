@@ -134,16 +134,15 @@ def all_problems(
 
 def _spec_version_hint(raw: Mapping[str, Any]) -> Iterator[Problem]:
     version = raw.get("validatedAgainstSpecVersion")
-    if isinstance(version, int) and not isinstance(version, bool):
-        if version < NEWEST_SPEC_VERSION:
-            yield Problem(
-                "STALE_SPEC_VERSION",
-                "$.validatedAgainstSpecVersion",
-                f"last checked against authoring rules v{version}; the newest known is "
-                f"v{NEWEST_SPEC_VERSION}",
-                "review the workflow against the current authoring rules, then raise the number",
-                "warning",
-            )
+    if isinstance(version, int) and not isinstance(version, bool) and version < NEWEST_SPEC_VERSION:
+        yield Problem(
+            "STALE_SPEC_VERSION",
+            "$.validatedAgainstSpecVersion",
+            f"last checked against authoring rules v{version}; the newest known is "
+            f"v{NEWEST_SPEC_VERSION}",
+            "review the workflow against the current authoring rules, then raise the number",
+            "warning",
+        )
 
 
 # --- schema -------------------------------------------------------------------------------
@@ -483,7 +482,7 @@ def _containing_loop_fns(raw: Mapping[str, Any], step: Mapping[str, Any]) -> fro
     steps = raw.get("steps")
     if isinstance(steps, list):
         for loop in steps:
-            if isinstance(loop, dict) and loop.get("type") == "loop":
-                if loop.get("body") == step.get("id"):
-                    names |= _visible_names(loop.get("functionDefinitions"), "loop")
+            body_of_step = isinstance(loop, dict) and loop.get("type") == "loop"
+            if body_of_step and loop.get("body") == step.get("id"):
+                names |= _visible_names(loop.get("functionDefinitions"), "loop")
     return names

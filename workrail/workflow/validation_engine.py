@@ -5,6 +5,7 @@ internal failure), everything else is a valid/invalid result with readable issue
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -126,10 +127,8 @@ def _schema_issue(schema: Any, text: str, message: str | None) -> str | None:
         return message or "Output is not valid JSON"
     expects_container = isinstance(schema, dict) and schema.get("type") in ("object", "array")
     if expects_container and isinstance(value, str):
-        try:
+        with contextlib.suppress(ValueError):
             value = json.loads(value)
-        except ValueError:
-            pass
     if not isinstance(schema, dict):
         return None
     try:

@@ -15,9 +15,11 @@ from workrail.store.postgres.connection import KEEPALIVES, connect_kwargs
 def test_connections_keep_alive_unless_the_url_says_otherwise() -> None:
     assert KEEPALIVES.items() <= connect_kwargs("postgresql://u@db.example/wr").items()
     mine = connect_kwargs("postgresql://u@db.example/wr?keepalives_idle=5&keepalives=0")
-    assert "keepalives_idle" not in mine and "keepalives" not in mine
+    assert "keepalives_idle" not in mine
+    assert "keepalives" not in mine
     assert mine["keepalives_count"] == KEEPALIVES["keepalives_count"]
-    assert mine["prepare_threshold"] is None and mine["autocommit"] is True
+    assert mine["prepare_threshold"] is None
+    assert mine["autocommit"] is True
 
 
 def test_a_write_runs_bounded_and_leaves_its_connection_as_it_found_it(

@@ -26,10 +26,12 @@ def test_put_get_and_damage(open_backend: OpenBackend, module_db_url: str, table
     )
     with psycopg.connect(module_db_url, autocommit=True) as conn:
         stored = conn.execute(f"SELECT body FROM {name} WHERE {key} = %s", (ref,)).fetchone()
-        assert stored is not None and bytes(stored[0]) == canonical_bytes(value)
+        assert stored is not None
+        assert bytes(stored[0]) == canonical_bytes(value)
         conn.execute(f"UPDATE {name} SET body = %s WHERE {key} = %s", (b'{"label":"x"}', ref))
     damaged = getattr(open_backend(), table).get(ref)
-    assert isinstance(damaged, Failure) and "does not match" in damaged.failure().message
+    assert isinstance(damaged, Failure)
+    assert "does not match" in damaged.failure().message
     repaired = open_backend()
     assert getattr(repaired, table).put(value) == Success(ref)
     assert getattr(open_backend(), table).get(ref) == Success(value)
@@ -39,7 +41,8 @@ def test_absent_and_malformed_refs(pg_backend: object) -> None:
     snapshots = pg_backend.snapshots  # type: ignore[attr-defined]
     assert snapshots.get("sha256:" + "0" * 64) == Success(None)
     bad = snapshots.get("../../etc/passwd")
-    assert isinstance(bad, Failure) and bad.failure().code == "INVALID_REFERENCE"
+    assert isinstance(bad, Failure)
+    assert bad.failure().code == "INVALID_REFERENCE"
     unstorable = snapshots.put({"x": float("nan")})
     assert isinstance(unstorable, Failure)
 
@@ -56,7 +59,8 @@ def test_the_decoded_cache_is_bounded_by_bytes_newest_kept(open_backend: OpenBac
     cache = store._cache
     assert cache.held_bytes <= CACHE_BYTES
     kept = [ref for ref in refs if ref in cache]
-    assert kept == refs[-len(kept) :] and len(kept) >= 6
+    assert kept == refs[-len(kept) :]
+    assert len(kept) >= 6
     assert store.get(refs[0]).unwrap() == {"n": 0, "pad": big}
 
 
@@ -106,4 +110,5 @@ def test_states_when_the_database_is_gone_are_an_error(open_backend: OpenBackend
     ref = "sha256:" + "1" * 64
     backend.close()
     failed = backend.snapshots.states([ref])
-    assert isinstance(failed, Failure) and failed.failure().code == "STORE_UNAVAILABLE"
+    assert isinstance(failed, Failure)
+    assert failed.failure().code == "STORE_UNAVAILABLE"

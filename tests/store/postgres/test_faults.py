@@ -37,7 +37,8 @@ def _until(call: Callable[[], Result[Any, Any]], seconds: float = 30) -> Any:
         if isinstance(result, Success):
             return result.unwrap()
         error = result.failure()
-        assert error.code == "STORE_UNAVAILABLE" and error.retryable, error
+        assert error.code == "STORE_UNAVAILABLE", error
+        assert error.retryable, error
         assert time.monotonic() < deadline, f"still failing: {error}"
 
 
@@ -61,7 +62,8 @@ def test_a_stopped_database_is_retryable_per_call_and_then_serves_again(
             result = call()
             assert isinstance(result, Failure)
             error = result.failure()
-            assert error.code == "STORE_UNAVAILABLE" and error.retryable
+            assert error.code == "STORE_UNAVAILABLE"
+            assert error.retryable
             assert own_postgres.password not in error.message
         own_postgres.start()
         _until(lambda: append(backend.sessions, chain.sess, plan))
@@ -89,7 +91,8 @@ def test_a_connection_lost_inside_a_write_leaves_nothing_behind(
 
         result = backend.sessions.write(chain.sess, append_then_lose_the_connection)
         assert isinstance(result, Failure)
-        assert result.failure().code == "STORE_UNAVAILABLE" and result.failure().retryable
+        assert result.failure().code == "STORE_UNAVAILABLE"
+        assert result.failure().retryable
         assert _count_afresh(url, chain.sess) == 3
         assert len(events_of(backend.sessions, chain.sess)) == 3
         _until(lambda: append(backend.sessions, chain.sess, first))
@@ -135,7 +138,8 @@ def test_a_writer_whose_client_stops_answering_frees_the_session(
         release.set()
         writer.join(30)
         assert isinstance(outcome[0], Failure)
-        assert outcome[0].failure().code == "STORE_UNAVAILABLE" and outcome[0].failure().retryable
+        assert outcome[0].failure().code == "STORE_UNAVAILABLE"
+        assert outcome[0].failure().retryable
         assert _count_afresh(url, chain.sess) == 6
     finally:
         release.set()

@@ -37,9 +37,11 @@ def test_a_damaged_keyring_row_is_reported(postgres_url: str) -> None:
         with psycopg.connect(postgres_url, autocommit=True) as conn:
             conn.execute("UPDATE workrail_keyring SET document = %s", (b'{"v":2}',))
         for result in (backend.keyring.load(), backend.keyring.rotate()):
-            assert isinstance(result, Failure) and result.failure().code == "KEYRING_CORRUPT"
+            assert isinstance(result, Failure)
+            assert result.failure().code == "KEYRING_CORRUPT"
         with psycopg.connect(postgres_url) as conn:
             row = conn.execute("SELECT document FROM workrail_keyring").fetchone()
-        assert row is not None and bytes(row[0]) == b'{"v":2}'
+        assert row is not None
+        assert bytes(row[0]) == b'{"v":2}'
     finally:
         backend.close()

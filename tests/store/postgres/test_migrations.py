@@ -32,7 +32,8 @@ def test_replicas_starting_at_once_migrate_exactly_once(postgres_url: str) -> No
         thread.start()
     for thread in threads:
         thread.join(timeout=60)
-    assert len(results) == 8 and all(isinstance(r, Success) for r in results)
+    assert len(results) == 8
+    assert all(isinstance(r, Success) for r in results)
     for result in results:
         result.unwrap().close()  # type: ignore[attr-defined]
     with psycopg.connect(postgres_url) as conn:
@@ -50,10 +51,12 @@ def test_a_newer_schema_is_refused_and_left_alone(postgres_url: str) -> None:
     opened = open_postgres_backend(postgres_url)
     assert isinstance(opened, Failure)
     message = opened.failure().message
-    assert f"version {LATEST + 1}" in message and "upgrade WorkRail" in message
+    assert f"version {LATEST + 1}" in message
+    assert "upgrade WorkRail" in message
     with psycopg.connect(postgres_url) as conn:
         count = conn.execute(f"SELECT count(*) FROM {VERSION_TABLE}").fetchone()
-    assert count is not None and count[0] == len(MIGRATIONS) + 1
+    assert count is not None
+    assert count[0] == len(MIGRATIONS) + 1
 
 
 def test_reopening_changes_nothing(postgres_url: str) -> None:
@@ -61,7 +64,8 @@ def test_reopening_changes_nothing(postgres_url: str) -> None:
         open_postgres_backend(postgres_url).unwrap().close()
     with psycopg.connect(postgres_url) as conn:
         count = conn.execute(f"SELECT count(*) FROM {VERSION_TABLE}").fetchone()
-    assert count is not None and count[0] == len(MIGRATIONS)
+    assert count is not None
+    assert count[0] == len(MIGRATIONS)
 
 
 STATES_VERSION = next(m.version for m in MIGRATIONS if "state_kind" in m.sql)
@@ -91,7 +95,8 @@ def test_a_database_from_before_snapshot_states_answers_them_from_the_bodies(
             unrecorded = conn.execute(
                 "SELECT count(*) FROM workrail_snapshots WHERE state_kind IS NULL"
             ).fetchone()
-        assert unrecorded is not None and unrecorded[0] > 0
+        assert unrecorded is not None
+        assert unrecorded[0] > 0
         for sid in sessions:
             nodes = [n for run in load_session(backend, sid).runs for n in run.nodes.values()]
             assert nodes, sid

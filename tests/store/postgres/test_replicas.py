@@ -182,7 +182,8 @@ async def test_fresh_acks_through_different_replicas_fork_cleanly(
             assert len({b["stateToken"] for b in branches}) == 3
             assert set(seen) <= {"TOKEN_SESSION_LOCKED"}
             (sid,) = {s for s, _ in _advances(postgres_url)}
-            assert len(_advances(postgres_url)) == 3 and _health(postgres_url, sid) == "healthy"
+            assert len(_advances(postgres_url)) == 3
+            assert _health(postgres_url, sid) == "healthy"
             for n, branch in enumerate(branches):  # every branch stays usable, anywhere
                 done = await call(
                     clients[(n + 1) % 3], "continue_workflow", advance_args(branch, "built"), seen

@@ -109,7 +109,8 @@ def test_a_writer_whose_view_is_stale_fails_and_never_forks(open_backend: OpenBa
     two._refresh = lambda conn, sid, slot: slot.state  # type: ignore[method-assign,assignment,return-value]
     refused = two.write(chain.sess, stale)
     assert isinstance(refused, Failure)
-    assert refused.failure().code == "SESSION_LOCKED" and refused.failure().retryable
+    assert refused.failure().code == "SESSION_LOCKED"
+    assert refused.failure().retryable
     assert len(events_of(one, chain.sess)) == 6
 
 

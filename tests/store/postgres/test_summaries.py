@@ -133,7 +133,8 @@ def test_a_database_whose_corpus_is_in_columns_is_upgraded_and_found_by_text(
         conn.execute(f"DELETE FROM {VERSION_TABLE} WHERE version >= %s", (terms,))
     again = open_postgres_backend(url).unwrap()
     try:
-        assert indexed_rows(again) == kept and kept[sid]["terms"]
+        assert indexed_rows(again) == kept
+        assert kept[sid]["terms"]
         found = again.query.page(SessionFilter(text="tokenizer")).unwrap()
         assert [s.session_id for s in found.summaries] == [sid]
     finally:
@@ -164,5 +165,6 @@ def test_resume_session_ranks_the_same_on_postgres(pg_backend: PostgresBackend) 
     wanted = engine.deps.codec.parse_state(starts[0]["stateToken"]).unwrap().session_id
     found = engine.resume_session(ResumeRequest(query="tokenizer tuning postgres")).unwrap()
     best = found.candidates[0].to_json()
-    assert best["sessionId"] == wanted and "matched_fuzzy" in best["whyMatched"]
+    assert best["sessionId"] == wanted
+    assert "matched_fuzzy" in best["whyMatched"]
     assert engine.rehydrate(best["stateToken"]).unwrap()["pending"]["stepId"] == "plan"

@@ -52,7 +52,8 @@ def problems(raw: dict[str, Any], routines: Any = None) -> list[tuple[str, str]]
 def test_a_v14_definition_comes_back_as_the_same_object() -> None:
     raw = workflow({"id": "one", "title": "One", "prompt": "Do it."})
     result = compile_source(raw)
-    assert isinstance(result, Success) and result.unwrap() is raw
+    assert isinstance(result, Success)
+    assert result.unwrap() is raw
 
 
 def test_blocks_render_in_a_fixed_order() -> None:
@@ -145,10 +146,13 @@ def test_metrics_footer_on_every_step_and_the_outcome_on_the_last() -> None:
         metricsProfile="coding",
     )
     first, last = compiled(raw)["steps"]
-    assert COMMITS_KEY in first["prompt"] and OUTCOME_KEY not in first["prompt"]
-    assert COMMITS_KEY in last["prompt"] and OUTCOME_KEY in last["prompt"]
+    assert COMMITS_KEY in first["prompt"]
+    assert OUTCOME_KEY not in first["prompt"]
+    assert COMMITS_KEY in last["prompt"]
+    assert OUTCOME_KEY in last["prompt"]
     research = compiled({**raw, "metricsProfile": "research"})["steps"]
-    assert research[0]["prompt"] == "a" and OUTCOME_KEY in research[1]["prompt"]
+    assert research[0]["prompt"] == "a"
+    assert OUTCOME_KEY in research[1]["prompt"]
 
 
 # --- bad input: each a problem with a JSON path and a fix --------------------------------

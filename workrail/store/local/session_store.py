@@ -27,7 +27,7 @@ import secrets
 import shutil
 import stat
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -746,10 +746,8 @@ class LocalSessionStore:
         """Remove what an unpublished creation wrote (best effort: it is debris either way,
         never read, and replaced by the next write under this id)."""
         for path in (txn.session_dir / STAGED_MANIFEST, *txn.segments):
-            try:
+            with suppress(OSError):
                 os.unlink(path)
-            except OSError:
-                pass
         _remove_if_empty(txn.session_dir / "events")
 
     def _fault(self, step: str) -> None:
@@ -823,10 +821,8 @@ def _check_session_dir(session_dir: Path) -> bool:
 
 
 def _remove_if_empty(directory: Path) -> None:
-    try:
+    with suppress(OSError):
         os.rmdir(directory)
-    except OSError:
-        pass
 
 
 def _unsafe(exc: UnsafePath, location: Location) -> Corruption:

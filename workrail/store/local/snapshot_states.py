@@ -13,6 +13,7 @@ here is logged and answered as "not recorded": the snapshots are the truth.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sqlite3
@@ -154,10 +155,8 @@ class SnapshotStateIndex:
 
     def _close(self) -> None:
         if self._conn is not None:
-            try:
+            with contextlib.suppress(sqlite3.Error):
                 self._conn.close()
-            except sqlite3.Error:
-                pass
             self._conn = None
 
     def _failed(self, exc: Exception) -> None:
@@ -168,7 +167,5 @@ class SnapshotStateIndex:
             self._warned = True
         if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
             self._close()
-            try:
+            with contextlib.suppress(OSError):
                 self._discard()
-            except OSError:
-                pass

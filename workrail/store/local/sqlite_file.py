@@ -5,6 +5,7 @@ discarded with its journal files."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from pathlib import Path
@@ -63,7 +64,5 @@ def checked_since_boot(conn: sqlite3.Connection, recorded: str | None) -> bool:
 def discard_index(path: Path) -> None:
     """The index file and any journal SQLite left beside it."""
     for suffix in ("", "-journal", "-wal", "-shm"):
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(str(path) + suffix)
-        except FileNotFoundError:
-            pass

@@ -26,7 +26,7 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -321,10 +321,8 @@ class LocalSessionQuery:
         self._known = None
         self._written.clear()
         if self._conn is not None:
-            try:
+            with suppress(sqlite3.Error):
                 self._conn.close()
-            except sqlite3.Error:
-                pass
             self._conn = None
         self._discard()
 

@@ -13,17 +13,18 @@ known.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Final, Literal, Protocol, TypeVar
+from typing import Final, Protocol, TypeVar
 
 from returns.result import Failure, Result, Success
 
 from workrail.core.append import Admitted, admit
 from workrail.core.canonical import canonical_bytes
 from workrail.core.events import DomainEvent
-from workrail.core.health import HEALTHY, Corruption, SessionHealth
+from workrail.core.health import Corruption
 from workrail.core.ids import is_session_id
 from workrail.core.log_reader import CorruptionError
 from workrail.core.session_index import ProjectionError
@@ -32,7 +33,9 @@ from workrail.store.gc_pause import collector_paused
 from workrail.store.log_state import (
     CachedWrite,
     CacheSlot,
+    Loaded,
     LogState,
+    LogStore,
     extend,
     invalid_reference,
     not_healthy,
@@ -43,15 +46,13 @@ from workrail.store.ports import (
     AppendOutcome,
     AppendPlan,
     AppendTime,
+    IdleDelete,
     PrefixLoad,
     SessionLog,
 )
 
 T = TypeVar("T")
 E = TypeVar("E")
-
-IdleDelete = Literal["deleted", "absent", "active"]
-"""What `delete_idle` did: removed the session, found none, or kept it (written since)."""
 
 LARGE_LOAD_EVENTS: Final = 512
 """New events validated at once from which a load pauses the garbage collector."""
@@ -82,7 +83,7 @@ class _Pending:
     at: datetime
 
 
-class MemorySessionStore:
+class MemorySessionStore(LogStore):
     """See the module docstring."""
 
     def __init__(self, storage: MemoryStorage, clock: Clock) -> None:
@@ -128,22 +129,14 @@ class MemorySessionStore:
 
     # --- reads -----------------------------------------------------------------------
 
-    def read(self, session_id: str, fn: Callable[[SessionLog], T]) -> Result[T, StoreError]:
+    @contextmanager
+    def _loaded(self, session_id: str) -> Iterator[Loaded]:
         if not is_session_id(session_id):
-            return Failure(invalid_reference(session_id))
+            yield invalid_reference(session_id)
+            return
         slot = self._slot(session_id)
         with slot.lock:
-            state = self._refresh(session_id, slot)
-            if isinstance(state, Corruption):
-                return Failure(not_healthy(state))
-            return Success(fn(state.view(session_id)))
-
-    def health(self, session_id: str) -> Result[SessionHealth, StoreError]:
-        result = self.read(session_id, lambda _log: HEALTHY)
-        if isinstance(result, Success):
-            return result
-        error: StoreError = result.failure()
-        return Failure(error) if error.health is None else Success(error.health)
+            yield self._refresh(session_id, slot)
 
     def load_prefix(self, session_id: str) -> Result[PrefixLoad, StoreError]:
         if not is_session_id(session_id):
@@ -269,21 +262,6 @@ class MemorySessionStore:
             return Success(None) if rows is None else fn(rows)
         finally:
             self._storage.release_writer(session_id)
-
-    def delete(self, session_id: str) -> Result[bool, StoreError]:
-        done = self._delete(session_id, None)
-        return (
-            Failure(done.failure())
-            if isinstance(done, Failure)
-            else Success(done.unwrap() == "deleted")
-        )
-
-    def delete_idle(
-        self, session_id: str, *, idle_before: datetime
-    ) -> Result[IdleDelete, StoreError]:
-        """`delete` of a session last appended to before `idle_before`, judged holding its
-        writer: one written since is kept ("active")."""
-        return self._delete(session_id, idle_before)
 
     def _delete(
         self, session_id: str, idle_before: datetime | None

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Final, Protocol, TypeVar
 
@@ -35,7 +36,7 @@ from returns.result import Failure, Result, Success
 from workrail.core.append import admit
 from workrail.core.canonical import canonical_bytes
 from workrail.core.events import DomainEvent
-from workrail.core.health import HEALTHY, Corruption, SessionHealth
+from workrail.core.health import Corruption
 from workrail.core.ids import is_session_id
 from workrail.core.log_reader import CorruptionError
 from workrail.core.manifest import ManifestRecord
@@ -45,7 +46,9 @@ from workrail.store.gc_pause import collector_paused
 from workrail.store.log_state import (
     CachedWrite,
     CacheSlot,
+    Loaded,
     LogState,
+    LogStore,
     extend,
     invalid_reference,
     not_healthy,
@@ -106,7 +109,7 @@ class _StaleConnection(Exception):
     """The pooled connection died before the transaction did anything."""
 
 
-class PostgresSessionStore:
+class PostgresSessionStore(LogStore):
     """See the module docstring."""
 
     def __init__(self, db: Database, projectors: Sequence[AppendProjector] = ()) -> None:
@@ -176,29 +179,16 @@ class PostgresSessionStore:
 
     # --- reads -----------------------------------------------------------------------
 
-    def read(self, session_id: str, fn: Callable[[SessionLog], T]) -> Result[T, StoreError]:
-        """Strictly load (one query when the cache is current) and call `fn` with the
-        view. Never takes the writer lock."""
+    @contextmanager
+    def _loaded(self, session_id: str) -> Iterator[Loaded]:
+        """One query when the cache is current."""
         if not is_session_id(session_id):
-            return Failure(invalid_reference(session_id))
+            yield invalid_reference(session_id)
+            return
         slot = self._slot(session_id)
         with slot.lock:
             loaded = self._db.run(lambda conn: self._refresh(conn, session_id, slot))
-            if isinstance(loaded, Failure):
-                return loaded
-            state = loaded.unwrap()
-            if isinstance(state, Corruption):
-                return Failure(not_healthy(state))
-            return Success(fn(state.view(session_id)))
-
-    def health(self, session_id: str) -> Result[SessionHealth, StoreError]:
-        result = self.read(session_id, lambda _log: HEALTHY)
-        if isinstance(result, Success):
-            return result
-        error: StoreError = result.failure()
-        if error.health is None:
-            return Failure(error)
-        return Success(error.health)
+            yield loaded.failure() if isinstance(loaded, Failure) else loaded.unwrap()
 
     def load_prefix(self, session_id: str) -> Result[PrefixLoad, StoreError]:
         """The longest valid prefix, loaded afresh (the cache holds only healthy logs)."""
@@ -363,24 +353,13 @@ class PostgresSessionStore:
             except psycopg.Error as exc:
                 return Failure(store_error(exc, self._db.url))
 
-    def delete(self, session_id: str) -> Result[bool, StoreError]:
-        """Every row of the session, in one transaction holding its writer lock."""
-        done = self._delete(session_id, None)
-        if isinstance(done, Failure):
-            return Failure(done.failure())
-        return Success(done.unwrap() == "deleted")
-
-    def delete_idle(
-        self, session_id: str, *, idle_before: datetime
-    ) -> Result[IdleDelete, StoreError]:
-        """Its last activity is read again in the deleting transaction, after the writer
-        lock is taken (so every append that committed before is seen): one written since
-        is kept."""
-        return self._delete(session_id, idle_before)
-
     def _delete(
         self, session_id: str, idle_before: datetime | None
     ) -> Result[IdleDelete, StoreError]:
+        """Every row of the session, in one transaction holding its writer lock; the last
+        activity is read again in it, after the lock is taken (so every append that
+        committed before is seen)."""
+
         def remove(conn: Connection) -> Result[IdleDelete, StoreError]:
             if idle_before is not None:
                 row = conn.execute(

@@ -21,6 +21,7 @@ from typing import TypeVar
 
 from returns.result import Failure, Result, Success
 
+from workrail.core.append import Admitted, admit
 from workrail.core.events import DomainEvent
 from workrail.core.health import HEALTHY, Corruption, CorruptionCode, SessionHealth
 from workrail.core.log_reader import (
@@ -147,7 +148,10 @@ class CachedWrite:
     append (copying it would make every append cost O(session)). From its first append
     until `release` the writing thread holds the slot's lock, so other threads read the
     session once the write's outcome is known; a write that was not kept drops the
-    cached state, which the next read rebuilds from the stored rows."""
+    cached state, which the next read rebuilds from the stored rows.
+
+    An append is judged by the core's rules (`admit`) and folded into the state here;
+    the backend only stores the rows (`_persist`)."""
 
     def __init__(self, session_id: str, slot: CacheSlot, state: LogState) -> None:
         self.session_id = session_id
@@ -183,10 +187,29 @@ class CachedWrite:
             return Failure(StoreError("SESSION_STORE_INVARIANT_VIOLATION", message))
         if self.broken is not None:
             return Failure(self.broken)
-        return self._write(plan)
+        state = self.state
+        manifest_before = len(state.manifest)
+        admitted = admit(state.index, state.events, manifest_before, self.session_id, plan)
+        if isinstance(admitted, str):
+            return Failure(StoreError("SESSION_STORE_INVARIANT_VIOLATION", admitted))
+        if isinstance(admitted, tuple):
+            return Success(AppendOutcome(admitted, deduplicated=True))
+        self.take_cache()
+        try:
+            state.add(plan.events, admitted.records)
+        except ProjectionError as exc:
+            self.broken = StoreError("SESSION_STORE_INVARIANT_VIOLATION", str(exc))
+            return Failure(self.broken)
+        self.broken = self._persist(plan.events, admitted, manifest_before)
+        if self.broken is not None:
+            return Failure(self.broken)
+        return Success(AppendOutcome(plan.events, deduplicated=False))
 
-    def _write(self, plan: AppendPlan) -> Result[AppendOutcome, StoreError]:
-        """Validate and write one append (the backend's own part)."""
+    def _persist(
+        self, events: Sequence[DomainEvent], admitted: Admitted, manifest_before: int
+    ) -> StoreError | None:
+        """Store one admitted append, already folded into `state` (the backend's own
+        part); why it could not be (nothing of this write is kept then)."""
         raise NotImplementedError
 
 

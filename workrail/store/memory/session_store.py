@@ -21,13 +21,12 @@ from typing import Final, Protocol, TypeVar
 
 from returns.result import Failure, Result, Success
 
-from workrail.core.append import Admitted, admit
+from workrail.core.append import Admitted
 from workrail.core.canonical import canonical_bytes
 from workrail.core.events import DomainEvent
 from workrail.core.health import Corruption
 from workrail.core.ids import is_session_id
 from workrail.core.log_reader import CorruptionError
-from workrail.core.session_index import ProjectionError
 from workrail.store.errors import StoreError
 from workrail.store.gc_pause import collector_paused
 from workrail.store.log_state import (
@@ -43,8 +42,6 @@ from workrail.store.log_state import (
 from workrail.store.memory.storage import Clock, MemoryStorage, SessionRows
 from workrail.store.ports import (
     LIST_PAGE_MAX,
-    AppendOutcome,
-    AppendPlan,
     AppendTime,
     IdleDelete,
     PrefixLoad,
@@ -208,22 +205,6 @@ class MemorySessionStore(LogStore):
         finally:
             self._storage.release_writer(session_id)
 
-    def _append(self, txn: _Txn, plan: AppendPlan) -> Result[AppendOutcome, StoreError]:
-        state = txn.state
-        admitted = admit(state.index, state.events, len(state.manifest), txn.session_id, plan)
-        if isinstance(admitted, str):
-            return Failure(StoreError("SESSION_STORE_INVARIANT_VIOLATION", admitted))
-        if isinstance(admitted, tuple):
-            return Success(AppendOutcome(admitted, deduplicated=True))
-        txn.take_cache()
-        try:
-            state.add(plan.events, admitted.records)
-        except ProjectionError as exc:
-            txn.broken = StoreError("SESSION_STORE_INVARIANT_VIOLATION", str(exc))
-            return Failure(txn.broken)
-        txn.pending.append(_Pending(plan.events, admitted, self._clock()))
-        return Success(AppendOutcome(plan.events, deduplicated=False))
-
     def _publish(self, txn: _Txn) -> None:
         """Make the write's rows the committed ones, then project and announce them (the
         writer is still held, so no other write of the session comes in between)."""
@@ -296,5 +277,9 @@ class _Txn(CachedWrite):
         self.pending: list[_Pending] = []
         self.published = False
 
-    def _write(self, plan: AppendPlan) -> Result[AppendOutcome, StoreError]:
-        return self._store._append(self, plan)
+    def _persist(
+        self, events: Sequence[DomainEvent], admitted: Admitted, manifest_before: int
+    ) -> StoreError | None:
+        """Kept aside with the clock's reading, published when the write succeeds."""
+        self.pending.append(_Pending(events, admitted, self._store._clock()))
+        return None

@@ -33,14 +33,13 @@ import psycopg
 from psycopg_pool import PoolTimeout
 from returns.result import Failure, Result, Success
 
-from workrail.core.append import admit
+from workrail.core.append import Admitted
 from workrail.core.canonical import canonical_bytes
 from workrail.core.events import DomainEvent
 from workrail.core.health import Corruption
 from workrail.core.ids import is_session_id
 from workrail.core.log_reader import CorruptionError
 from workrail.core.manifest import ManifestRecord
-from workrail.core.session_index import ProjectionError
 from workrail.store.errors import StoreError
 from workrail.store.gc_pause import collector_paused
 from workrail.store.log_state import (
@@ -55,8 +54,6 @@ from workrail.store.log_state import (
 )
 from workrail.store.ports import (
     LIST_PAGE_MAX,
-    AppendOutcome,
-    AppendPlan,
     AppendTime,
     IdleDelete,
     PrefixLoad,
@@ -427,37 +424,23 @@ class PostgresSessionStore(LogStore):
                 txn.release(kept=committed)
         return result
 
-    def _append(self, txn: _Txn, plan: AppendPlan) -> Result[AppendOutcome, StoreError]:
-        current = txn.state
-        manifest_before = len(current.manifest)
-        admitted = admit(current.index, current.events, manifest_before, txn.session_id, plan)
-        if isinstance(admitted, str):
-            return Failure(StoreError("SESSION_STORE_INVARIANT_VIOLATION", admitted))
-        if isinstance(admitted, tuple):
-            return Success(AppendOutcome(admitted, deduplicated=True))
-        bodies, records = admitted.lines, admitted.records
-        txn.take_cache()
-        after = current
+    def _append(
+        self, txn: _Txn, events: Sequence[DomainEvent], admitted: Admitted, manifest_before: int
+    ) -> StoreError | None:
+        """Insert an admitted append's rows in the write's transaction."""
         try:
-            after.add(plan.events, records)
-        except ProjectionError as exc:
-            txn.broken = StoreError("SESSION_STORE_INVARIANT_VIOLATION", str(exc))
-            return Failure(txn.broken)
-        try:
-            self._insert(txn, plan.events, bodies, records, manifest_before, after)
+            self._insert(txn, events, admitted.lines, admitted.records, manifest_before, txn.state)
         except (psycopg.IntegrityError, _CountersMoved) as exc:
             self._forget(txn.session_id)
             what = exc.diag.constraint_name if isinstance(exc, psycopg.Error) else None
-            txn.broken = StoreError(
+            return StoreError(
                 "SESSION_LOCKED",
                 "another writer appended to this session at the same time "
                 f"({what or 'session counters'}); retry to see its result",
             )
-            return Failure(txn.broken)
         except psycopg.Error as exc:
-            txn.broken = store_error(exc, self._db.url)
-            return Failure(txn.broken)
-        return Success(AppendOutcome(plan.events, deduplicated=False))
+            return store_error(exc, self._db.url)
+        return None
 
     def _insert(
         self,
@@ -521,8 +504,10 @@ class _Txn(CachedWrite):
         self._store = store
         self.conn = conn
 
-    def _write(self, plan: AppendPlan) -> Result[AppendOutcome, StoreError]:
-        return self._store._append(self, plan)
+    def _persist(
+        self, events: Sequence[DomainEvent], admitted: Admitted, manifest_before: int
+    ) -> StoreError | None:
+        return self._store._append(self, events, admitted, manifest_before)
 
 
 def _fetch_rows(

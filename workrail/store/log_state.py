@@ -13,8 +13,8 @@ health class as on files.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
@@ -24,6 +24,7 @@ from returns.result import Failure, Result, Success
 from workrail.core.append import Admitted, admit
 from workrail.core.events import DomainEvent
 from workrail.core.health import HEALTHY, Corruption, CorruptionCode, SessionHealth
+from workrail.core.ids import is_session_id
 from workrail.core.log_reader import (
     CorruptionError,
     check_chain,
@@ -141,6 +142,28 @@ class CacheSlot:
 
     lock: threading.RLock = field(default_factory=threading.RLock)
     state: LogState | None = None
+
+
+class RowLogStore(LogStore):
+    """A store of one row per event and per manifest record (PostgreSQL, memory): each
+    session's validated state is kept in a cache slot and extended with the new rows."""
+
+    def _slot(self, session_id: str) -> CacheSlot:
+        """The session's slot (made empty on first use)."""
+        raise NotImplementedError
+
+    def _fresh(self, session_id: str, slot: CacheSlot) -> Loaded:
+        """`slot` brought up to the stored rows (called holding `slot.lock`)."""
+        raise NotImplementedError
+
+    @contextmanager
+    def _loaded(self, session_id: str) -> Iterator[Loaded]:
+        if not is_session_id(session_id):
+            yield invalid_reference(session_id)
+            return
+        slot = self._slot(session_id)
+        with slot.lock:
+            yield self._fresh(session_id, slot)
 
 
 class CachedWrite:

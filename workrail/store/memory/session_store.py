@@ -13,8 +13,7 @@ known.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final, Protocol, TypeVar
@@ -34,7 +33,7 @@ from workrail.store.log_state import (
     CacheSlot,
     Loaded,
     LogState,
-    LogStore,
+    RowLogStore,
     extend,
     invalid_reference,
     not_healthy,
@@ -80,7 +79,7 @@ class _Pending:
     at: datetime
 
 
-class MemorySessionStore(LogStore):
+class MemorySessionStore(RowLogStore):
     """See the module docstring."""
 
     def __init__(self, storage: MemoryStorage, clock: Clock) -> None:
@@ -126,14 +125,9 @@ class MemorySessionStore(LogStore):
 
     # --- reads -----------------------------------------------------------------------
 
-    @contextmanager
-    def _loaded(self, session_id: str) -> Iterator[Loaded]:
-        if not is_session_id(session_id):
-            yield invalid_reference(session_id)
-            return
-        slot = self._slot(session_id)
-        with slot.lock:
-            yield self._refresh(session_id, slot)
+    def _fresh(self, session_id: str, slot: CacheSlot) -> Loaded:
+        assert isinstance(slot, _Slot)
+        return self._refresh(session_id, slot)
 
     def load_prefix(self, session_id: str) -> Result[PrefixLoad, StoreError]:
         if not is_session_id(session_id):

@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Final, Protocol, TypeVar
 
@@ -47,7 +46,7 @@ from workrail.store.log_state import (
     CacheSlot,
     Loaded,
     LogState,
-    LogStore,
+    RowLogStore,
     extend,
     invalid_reference,
     not_healthy,
@@ -106,7 +105,7 @@ class _StaleConnection(Exception):
     """The pooled connection died before the transaction did anything."""
 
 
-class PostgresSessionStore(LogStore):
+class PostgresSessionStore(RowLogStore):
     """See the module docstring."""
 
     def __init__(self, db: Database, projectors: Sequence[AppendProjector] = ()) -> None:
@@ -176,16 +175,10 @@ class PostgresSessionStore(LogStore):
 
     # --- reads -----------------------------------------------------------------------
 
-    @contextmanager
-    def _loaded(self, session_id: str) -> Iterator[Loaded]:
+    def _fresh(self, session_id: str, slot: CacheSlot) -> Loaded:
         """One query when the cache is current."""
-        if not is_session_id(session_id):
-            yield invalid_reference(session_id)
-            return
-        slot = self._slot(session_id)
-        with slot.lock:
-            loaded = self._db.run(lambda conn: self._refresh(conn, session_id, slot))
-            yield loaded.failure() if isinstance(loaded, Failure) else loaded.unwrap()
+        loaded = self._db.run(lambda conn: self._refresh(conn, session_id, slot))
+        return loaded.failure() if isinstance(loaded, Failure) else loaded.unwrap()
 
     def load_prefix(self, session_id: str) -> Result[PrefixLoad, StoreError]:
         """The longest valid prefix, loaded afresh (the cache holds only healthy logs)."""

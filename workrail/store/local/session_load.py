@@ -213,6 +213,7 @@ def check_session_dir(session_dir: Path) -> bool:
 
 
 def unsafe(exc: UnsafePath, location: Location) -> Corruption:
+    """A link or special file where a session keeps plain files: damage, never followed."""
     return Corruption(
         "missing_attested_segment",
         f"{exc.path} is {exc.what}; WorkRail reads only plain files and directories inside "

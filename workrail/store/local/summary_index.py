@@ -1,5 +1,5 @@
 """The files backend's `SessionQuery`: a disposable SQLite index of session summaries
-(with an FTS5 table for text) in `<data>/index/sessions.sqlite3`.
+(with a table of their search terms) in `<data>/index/sessions.sqlite3`.
 
 Truth stays in the logs. Each row remembers the identity (inode, size, mtime) of the
 session's manifest, lifecycle record and newest segment it was projected from; before answering, the

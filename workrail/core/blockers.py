@@ -11,6 +11,8 @@ from typing import Annotated, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
+from workrail.core.budgets import BLOCKER_FIX_MAX_BYTES, BLOCKER_MESSAGE_MAX_BYTES, BLOCKERS_MAX
+
 BlockerCode = Literal[
     "USER_ONLY_DEPENDENCY",
     "MISSING_REQUIRED_OUTPUT",
@@ -23,9 +25,6 @@ BlockerCode = Literal[
     "STORAGE_CORRUPTION_DETECTED",
 ]
 
-MAX_BLOCKERS: Final = 10
-MAX_MESSAGE_BYTES: Final = 512
-MAX_SUGGESTED_FIX_BYTES: Final = 1024
 _DELIMITER_SAFE = r"^[a-z0-9_-]+$"
 
 MISSING_OUTPUT_FIX: Final = (
@@ -105,12 +104,12 @@ class Blocker(_Wire):
     @field_validator("message")
     @classmethod
     def _message_budget(cls, value: str) -> str:
-        return _check_bytes(value, MAX_MESSAGE_BYTES, "blocker message")
+        return _check_bytes(value, BLOCKER_MESSAGE_MAX_BYTES, "blocker message")
 
     @field_validator("suggested_fix")
     @classmethod
     def _fix_budget(cls, value: str | None) -> str | None:
-        return None if value is None else _check_bytes(value, MAX_SUGGESTED_FIX_BYTES, "fix")
+        return None if value is None else _check_bytes(value, BLOCKER_FIX_MAX_BYTES, "fix")
 
 
 def blocker_sort_key(blocker: Blocker) -> str:
@@ -133,7 +132,7 @@ def blocker_sort_key(blocker: Blocker) -> str:
 
 
 class BlockerReport(_Wire):
-    blockers: Annotated[list[Blocker], Field(min_length=1, max_length=MAX_BLOCKERS)]
+    blockers: Annotated[list[Blocker], Field(min_length=1, max_length=BLOCKERS_MAX)]
 
     @field_validator("blockers")
     @classmethod

@@ -8,10 +8,16 @@ from typing import Annotated, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-TRUNCATION_MARKER: Final = "\n\n[TRUNCATED]"
-MAX_TRACE_ENTRIES: Final = 25
-MAX_SUMMARY_BYTES: Final = 512
-MAX_TRACE_BYTES: Final = 8192
+from workrail.core.budgets import (
+    TRACE_MAX_ENTRIES,
+    TRACE_SUMMARY_MAX_BYTES,
+    TRACE_TOTAL_MAX_BYTES,
+    TRUNCATION_MARKER,
+    truncate_utf8,
+    utf8_len,
+)
+from workrail.core.events import TraceKind
+
 REVIEW_SUGGESTION: Final = "Review validation criteria and adjust output accordingly."
 _SAFE_ID = r"^[a-z0-9_-]+$"
 
@@ -63,13 +69,6 @@ class IterationRef(_Wire):
 TraceRef = Annotated[
     StepIdRef | LoopIdRef | ConditionIdRef | IterationRef, Field(discriminator="kind")
 ]
-TraceKind = Literal[
-    "selected_next_step",
-    "evaluated_condition",
-    "entered_loop",
-    "exited_loop",
-    "detected_non_tip_advance",
-]
 
 
 class DecisionTraceEntry(_Wire):
@@ -78,24 +77,18 @@ class DecisionTraceEntry(_Wire):
     refs: Annotated[list[TraceRef], Field(max_length=10)] | None = None
 
 
-def _cut_utf8(text: str, max_bytes: int) -> str:
-    return text.encode("utf-8")[:max_bytes].decode("utf-8", "ignore")
-
-
 def budget_trace(entries: list[DecisionTraceEntry]) -> list[DecisionTraceEntry]:
     """Apply the decision-trace budgets of 20-events §5 (25 entries, 512 B each, 8 KiB total)."""
-    marker_len = len(TRUNCATION_MARKER.encode("utf-8"))
+    marker_len = utf8_len(TRUNCATION_MARKER)
     kept: list[DecisionTraceEntry] = []
     total = 0
-    for entry in entries[:MAX_TRACE_ENTRIES]:
-        summary = entry.summary
-        if len(summary.encode("utf-8")) > MAX_SUMMARY_BYTES:
-            summary = _cut_utf8(summary, MAX_SUMMARY_BYTES - marker_len) + TRUNCATION_MARKER
-        size = len(summary.encode("utf-8"))
-        remaining = MAX_TRACE_BYTES - total
+    for entry in entries[:TRACE_MAX_ENTRIES]:
+        summary = truncate_utf8(entry.summary, TRACE_SUMMARY_MAX_BYTES)
+        size = utf8_len(summary)
+        remaining = TRACE_TOTAL_MAX_BYTES - total
         if size > remaining:
             if remaining > marker_len + 10:
-                summary = _cut_utf8(summary, remaining - marker_len) + TRUNCATION_MARKER
+                summary = truncate_utf8(summary, remaining)
                 kept.append(entry.model_copy(update={"summary": summary}))
             break
         kept.append(entry.model_copy(update={"summary": summary}))

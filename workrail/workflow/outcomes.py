@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
 
 from workrail.core.budgets import (
     TRACE_MAX_ENTRIES,
@@ -17,18 +16,13 @@ from workrail.core.budgets import (
     utf8_len,
 )
 from workrail.core.events import TraceKind
+from workrail.core.wire import CamelWire
 
 REVIEW_SUGGESTION: Final = "Review validation criteria and adjust output accordingly."
 _SAFE_ID = r"^[a-z0-9_-]+$"
 
 
-class _Wire(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, strict=True, alias_generator=to_camel, populate_by_name=True
-    )
-
-
-class ValidationResult(_Wire):
+class ValidationResult(CamelWire):
     """`{valid, issues, suggestions}` as stored in `validation_performed.result`."""
 
     valid: bool
@@ -39,29 +33,29 @@ class ValidationResult(_Wire):
 VALID: Final = ValidationResult(valid=True)
 
 
-class ValidationRecord(_Wire):
+class ValidationRecord(CamelWire):
     """What the engine writes as `validation_performed` (minus ids it mints itself)."""
 
     contract_ref: str
     result: ValidationResult
 
 
-class StepIdRef(_Wire):
+class StepIdRef(CamelWire):
     kind: Literal["step_id"] = "step_id"
     step_id: Annotated[str, Field(pattern=_SAFE_ID)]
 
 
-class LoopIdRef(_Wire):
+class LoopIdRef(CamelWire):
     kind: Literal["loop_id"] = "loop_id"
     loop_id: Annotated[str, Field(pattern=_SAFE_ID)]
 
 
-class ConditionIdRef(_Wire):
+class ConditionIdRef(CamelWire):
     kind: Literal["condition_id"] = "condition_id"
     condition_id: Annotated[str, Field(pattern=_SAFE_ID)]
 
 
-class IterationRef(_Wire):
+class IterationRef(CamelWire):
     kind: Literal["iteration"] = "iteration"
     value: Annotated[int, Field(ge=0)]
 
@@ -71,7 +65,7 @@ TraceRef = Annotated[
 ]
 
 
-class DecisionTraceEntry(_Wire):
+class DecisionTraceEntry(CamelWire):
     kind: TraceKind
     summary: Annotated[str, Field(min_length=1)]
     refs: Annotated[list[TraceRef], Field(max_length=10)] | None = None

@@ -12,16 +12,14 @@ from workrail.core import dedupe
 from workrail.core.events import DomainEvent
 from workrail.core.health import HEALTHY
 from workrail.core.lifecycle import SessionLifecycle
-from workrail.core.summary import (
-    PROJECTION_VERSION,
+from workrail.core.summary import PROJECTION_VERSION, SessionSummary, matches_text
+from workrail.core.summary_accumulator import summarize
+from workrail.core.summary_facts import (
     SessionFacts,
-    SessionSummary,
     TipState,
     WorkflowFacts,
-    matches_text,
     needs,
     replay,
-    summarize,
     tip_state_of,
     workflow_facts_of,
 )

@@ -55,6 +55,22 @@ def tip_weight(tip: TipState) -> int:
     return 1 + len(tip.completed_step_ids)
 
 
+class SummarySource:
+    """What a query index projects a session from: the stores, and the projector that
+    keeps what it looked up in them."""
+
+    def __init__(
+        self, sessions: SessionStore, lifecycles: LifecycleStore, projector: SummaryProjector
+    ) -> None:
+        self.sessions = sessions
+        self.lifecycles = lifecycles
+        self.projector = projector
+
+    def load(self, session_id: str) -> Result[SessionSummary | None, StoreError]:
+        """The session's summary as the stores stand now (see `SummaryProjector.load`)."""
+        return self.projector.load(self.sessions, self.lifecycles, session_id)
+
+
 class SummaryProjector:
     """`SessionSummary` values from the stores; never writes."""
 

@@ -17,13 +17,13 @@ from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
 from workrail.core.health import HealthKind
-from workrail.core.text import normalise, tokens
 
 PROJECTION_VERSION: Final = 3
 """Bump whenever `summarize` (core.summary_accumulator) would answer differently for the
 same input. 2: the corpus is the set of distinct tokens over whole notes; tip snapshots
-are read without re-checking the collation of their completed set. 3: tokens are trimmed of `-`/`_` and compounds add
-their parts (`--verbose` is found by `verbose`); titles are plain text (no Markdown marks)."""
+are read without re-checking the collation of their completed set. 3: tokens are trimmed
+of `-`/`_` and compounds add their parts (`--verbose` is found by `verbose`); titles are
+plain text (no Markdown marks)."""
 
 RunStatus = Literal["in_progress", "blocked", "complete", "complete_with_gaps"]
 RUN_STATUSES: Final[tuple[RunStatus, ...]] = (
@@ -215,12 +215,3 @@ def _iso(moment: datetime | None) -> str | None:
     if moment is None:
         return None
     return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-
-
-def matches_text(summary: SessionSummary, query: str) -> bool:
-    """Every query token in the summary's corpus or ids (what the index's text filter
-    answers; kept here so every backend agrees)."""
-    wanted = set(tokens(query))
-    if not wanted:
-        return True
-    return wanted - {normalise(summary.session_id), *tokens(summary.session_id)} <= summary.words

@@ -17,7 +17,7 @@ from returns.result import Failure, Result, Success
 from workrail.core.canonical import canonical_bytes
 from workrail.core.ids import is_session_id
 from workrail.core.lifecycle import DEFAULT_LIFECYCLE, SessionLifecycle
-from workrail.core.summary import SessionSummary, matches_text
+from workrail.core.summary import SessionSummary
 from workrail.store.errors import StoreError
 from workrail.store.log_state import invalid_reference
 from workrail.store.memory.session_store import MemorySessionStore
@@ -30,6 +30,7 @@ from workrail.store.summary_query import (
     loosely,
     on_branch,
     page_limit,
+    text_words,
 )
 
 
@@ -115,7 +116,7 @@ def _passes(summary: SessionSummary, where: SessionFilter) -> bool:
         return False
     if where.healthy_only and not summary.is_healthy:
         return False
-    return where.text is None or matches_text(summary, where.text)
+    return summary.words.issuperset(text_words(where))
 
 
 class MemorySessionQuery:

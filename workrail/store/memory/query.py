@@ -3,7 +3,8 @@
 A session's summary is projected when a write commits (the session store's projector),
 while the writer is still held, from the accumulator kept beside the session's index, and
 again when its lifecycle record changes; filters and candidate searches are plain loops
-over the summaries, in the orders the other backends' indexes answer.
+over the summaries, in the orders the other backends' indexes answer, reading the query
+with the same normalisation and loose match as their SQL (store.summary_query).
 """
 
 from __future__ import annotations

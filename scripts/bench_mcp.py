@@ -1,7 +1,8 @@
-"""Latency benchmark (scripts/bench_mcp): the SDK's client drives a real `workrail mcp`
-process through start → 10 advances → checkpoint → rehydrate, N times per run, over stdio
-(WorkRail's transport and the SDK's, `--stdio sdk`) and over Streamable HTTP, and reports
-median / p95 per tool and transport, then each per-call target of the speed issue.
+"""Latency benchmark (run through scripts/bench_mcp): the SDK's client drives a real
+`workrail mcp` process through start → 10 advances → checkpoint → rehydrate, N times per
+run, over stdio (WorkRail's transport and the SDK's, `--stdio sdk`) and over Streamable
+HTTP, and reports median / p95 per tool and transport, then each per-call target of the
+speed issue.
 
 A `tools/call` of an unknown tool is measured too (answered without touching the engine),
 so the protocol's own cost can be told apart from WorkRail's (engine + fsync'd store).

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mcp.types import ToolAnnotations
+from mcp_types import ToolAnnotations
 
 from workrail.core.ids import SESSION_ID_RE
 from workrail.mcp.instructions import INSTRUCTIONS as INSTRUCTIONS

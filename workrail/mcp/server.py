@@ -19,7 +19,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.types import CallToolResult, TextContent
-from mcp_types import GetPromptResult
+from mcp_types import GetPromptResult, ToolAnnotations
 from mcp_types import Prompt as MCPPrompt
 from mcp_types import Resource as MCPResource
 from mcp_types import ResourceTemplate as MCPResourceTemplate
@@ -81,7 +81,12 @@ def _tool(spec: ToolSpec, handler: Handler) -> Tool:
         parameters=spec.input_schema,
         fn_metadata=RawArguments(arg_model=ArgModelBase, output_schema=spec.output_schema),
         is_async=True,
-        annotations=spec.annotations,
+        annotations=ToolAnnotations(
+            read_only_hint=spec.annotations.read_only,
+            destructive_hint=False,
+            idempotent_hint=spec.annotations.idempotent,
+            open_world_hint=False,
+        ),
     )
 
 

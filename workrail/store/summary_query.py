@@ -159,13 +159,13 @@ class _Sqlite(Dialect):
     def flag(self, column: str, value: bool) -> str:
         return f"{column} = {int(value)}"
 
+    def statuses(self, statuses: Sequence[str]) -> Clause:
+        return f"status IN ({', '.join('?' for _ in statuses)})", list(statuses)
+
     def with_all(self, words: Sequence[str]) -> Clause:
         """An intersection of the terms' postings."""
         postings = " INTERSECT ".join("SELECT id FROM terms WHERE term = ?" for _ in words)
         return f"id IN ({postings})", list(words)
-
-    def statuses(self, statuses: Sequence[str]) -> Clause:
-        return f"status IN ({', '.join('?' for _ in statuses)})", list(statuses)
 
     def with_any(self, words: Sequence[str]) -> Clause:
         clauses: list[str] = []
@@ -191,11 +191,11 @@ class _Postgres(Dialect):
     mark, key, true = "%s", "session_id", "true"
     tables = ("workrail_summaries", "workrail_summary_terms", "workrail_summary_runs")
 
-    def statuses(self, statuses: Sequence[str]) -> Clause:
-        return "status = ANY(%s)", [list(statuses)]
-
     def flag(self, column: str, value: bool) -> str:
         return column if value else f"NOT {column}"
+
+    def statuses(self, statuses: Sequence[str]) -> Clause:
+        return "status = ANY(%s)", [list(statuses)]
 
     def with_all(self, words: Sequence[str]) -> Clause:
         """Each term is there once per session: the sessions holding as many as asked."""

@@ -1,19 +1,8 @@
-"""What the bundle shell needs from a backend: the three stores, nothing local-only, so a
-server backend can export and import too."""
+"""What the bundle shell needs from a backend: the three stores a session's history lives
+in, nothing local-only, so a server backend can export and import too."""
 
 from __future__ import annotations
 
-from typing import Protocol
+from workrail.store.ports import LogStores as BundleBackend
 
-from workrail.store.ports import PinnedWorkflowStore, SessionStore, SnapshotStore
-
-
-class BundleBackend(Protocol):
-    @property
-    def sessions(self) -> SessionStore: ...
-
-    @property
-    def snapshots(self) -> SnapshotStore: ...
-
-    @property
-    def pinned(self) -> PinnedWorkflowStore: ...
+__all__ = ["BundleBackend"]

@@ -16,7 +16,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from returns.result import Failure, Success
 
@@ -37,23 +37,13 @@ from workrail.engine.sessions_view import (
     project_runs,
     session_activity,
 )
-from workrail.store.ports import PinnedWorkflowStore, SessionLog, SessionStore, SnapshotStore
+from workrail.store.ports import LogStores, PinnedWorkflowStore, SessionLog, SnapshotStore
 from workrail.workflow.compiler import CompiledWorkflow, compile_pinned
 from workrail.workflow.envelopes import parse_pinned
 from workrail.workflow.prompts import render_pending
 
-
-class InspectSource(Protocol):
-    """The three stores an inspection reads (a Backend or EngineDeps both fit)."""
-
-    @property
-    def sessions(self) -> SessionStore: ...
-
-    @property
-    def snapshots(self) -> SnapshotStore: ...
-
-    @property
-    def pinned(self) -> PinnedWorkflowStore: ...
+InspectSource = LogStores
+"""The three stores an inspection reads (a Backend or EngineDeps both fit)."""
 
 
 @dataclass(frozen=True)

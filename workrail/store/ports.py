@@ -36,6 +36,7 @@ __all__ = [
     "IdleDelete",
     "KeyringStore",
     "LifecycleStore",
+    "LogStores",
     "PageCursor",
     "PinnedWorkflowStore",
     "PrefixLoad",
@@ -372,8 +373,10 @@ class SessionWatch(Protocol):
         ...
 
 
-class Backend(Protocol):
-    """Everything durable, behind one object built by the composition root."""
+class LogStores(Protocol):
+    """The three stores a session's history lives in: its log and the content the log
+    pins. What reads or copies whole sessions needs (export, import, inspection), and
+    nothing local-only, so every backend (and the engine's dependencies) fits."""
 
     @property
     def sessions(self) -> SessionStore: ...
@@ -383,6 +386,10 @@ class Backend(Protocol):
 
     @property
     def pinned(self) -> PinnedWorkflowStore: ...
+
+
+class Backend(LogStores, Protocol):
+    """Everything durable, behind one object built by the composition root."""
 
     @property
     def keyring(self) -> KeyringStore: ...

@@ -19,7 +19,9 @@ import queue
 import threading
 from collections import OrderedDict
 from pathlib import Path
-from typing import ClassVar, Final
+from typing import Final
+
+from workrail.store.process_wide import ProcessWide
 
 _O_TMPFILE: Final = getattr(os, "O_TMPFILE", 0)
 _MODE: Final = 0o600
@@ -30,9 +32,6 @@ MAX_DIRECTORIES: Final = 64
 
 class Spares:
     """One ready spare per recently used directory; see the module docstring."""
-
-    _shared: ClassVar[Spares | None] = None
-    _shared_guard: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self, *, background: bool = True) -> None:
         self._ready: OrderedDict[str, int] = OrderedDict()
@@ -47,10 +46,7 @@ class Spares:
 
     @classmethod
     def shared(cls) -> Spares:
-        with cls._shared_guard:
-            if cls._shared is None:
-                cls._shared = cls()
-            return cls._shared
+        return _SHARED.get()
 
     def take(self, directory: Path) -> int | None:
         """A descriptor (O_RDWR) of an empty unnamed 0600 file in `directory`, now owned by
@@ -138,3 +134,6 @@ def link_spare(fd: int, target: Path) -> None:
     """Give the unnamed file `fd` the name `target`. FileExistsError when `target` is
     taken: a link never replaces a file and never follows a symlink planted at `target`."""
     os.link(f"/proc/self/fd/{fd}", target, src_dir_fd=fd, follow_symlinks=True)
+
+
+_SHARED: ProcessWide[Spares] = ProcessWide(Spares)

@@ -42,16 +42,9 @@ class LocalBackend:
         query = LocalSessionQuery(layout, sessions, lifecycle, SummaryProjector(snapshots, pinned))
         sessions.observe(query)
         lifecycle.observe(query)
-        return LocalBackend(
-            layout=layout,
-            sessions=sessions,
-            snapshots=snapshots,
-            pinned=pinned,
-            keyring=LocalKeyringStore(layout.root, allow_insecure=allow_insecure_keys),
-            watch=LocalWatch(layout),
-            lifecycle=lifecycle,
-            query=query,
-        )
+        keyring = LocalKeyringStore(layout.root, allow_insecure=allow_insecure_keys)
+        watch = LocalWatch(layout)
+        return LocalBackend(layout, sessions, snapshots, pinned, keyring, watch, lifecycle, query)
 
     @property
     def location(self) -> str:

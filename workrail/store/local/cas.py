@@ -15,15 +15,11 @@ from typing import Any
 from returns.result import Failure, Result, Success
 
 from workrail.core.canonical import (
-    CanonicalJsonError,
-    canonical_bytes,
     digest_file_name,
     is_digest,
-    sha256_digest,
 )
-from workrail.core.content import decode_content
 from workrail.core.snapshot_state import SnapshotState, snapshot_state
-from workrail.store.content_cache import CACHE_BYTES, ContentCache
+from workrail.store.content_cache import CACHE_BYTES, ContentCache, encode
 from workrail.store.errors import StoreError, StoreErrorCode, io_error
 from workrail.store.fsio import UnsafePath, atomic_write, read_regular
 from workrail.store.local.layout import Layout, UnsafeReference
@@ -56,11 +52,10 @@ class _ContentStore:
         Content already there has its mtime refreshed (also when this process remembers
         it): the collector spares recently stored entries, so a ref about to be pinned by
         an append in flight is never swept from under it."""
-        try:
-            data = canonical_bytes(value)
-        except CanonicalJsonError as exc:
-            return Failure(StoreError(self._error_code, f"not storable as canonical JSON: {exc}"))
-        ref = sha256_digest(data)
+        encoded = encode(value, self._error_code)
+        if isinstance(encoded, Failure):
+            return Failure(encoded.failure())
+        ref, data = encoded.unwrap()
         path = self._path(ref)
         if ref in self._cache:
             try:
@@ -106,12 +101,7 @@ class _ContentStore:
             return Failure(StoreError(self._error_code, f"{path.name}: {exc.what}, not a file"))
         except OSError as exc:
             return Failure(io_error(exc, self._error_code, f"cannot read {path.name}"))
-        decoded = decode_content(ref, data)
-        if isinstance(decoded, Failure):
-            return Failure(StoreError(self._error_code, f"{path.name}: {decoded.failure()}"))
-        value = decoded.unwrap()
-        self._cache.put(ref, value, len(data))
-        return Success(value)
+        return self._cache.verified(ref, data, self._error_code, path.name)
 
     def list_refs(
         self, *, after: str | None = None, limit: int = LIST_PAGE_MAX

@@ -17,7 +17,8 @@ from workrail.core.lifecycle import DEFAULT_LIFECYCLE, SessionLifecycle
 from workrail.store.errors import StoreError
 from workrail.store.fsio import atomic_write, read_regular
 from workrail.store.local.layout import Layout, UnsafeReference
-from workrail.store.local.session_store import MANIFEST, LocalSessionStore, mtime_ns
+from workrail.store.local.session_load import MANIFEST, mtime_ns
+from workrail.store.local.session_store import LocalSessionStore
 
 LIFECYCLE_FILE: Final = "lifecycle.json"
 

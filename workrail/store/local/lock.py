@@ -23,12 +23,13 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import ClassVar, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from filelock import FileLock, Timeout
 
 from workrail.store.errors import StoreError, io_error
 from workrail.store.fsio import ensure_dir
+from workrail.store.process_wide import ProcessWide
 from workrail.store.spares import Spares, link_spare
 
 _CREATE_ATTEMPTS = 3
@@ -167,9 +168,6 @@ class SessionLockRegistry:
     kept while in use and for a while after (see `IDLE_KEPT`).
     """
 
-    _instance: ClassVar[SessionLockRegistry | None] = None
-    _instance_guard: ClassVar[threading.Lock] = threading.Lock()
-
     def __init__(self) -> None:
         self._writers: _InUse[WriterLock] = _InUse(
             lambda key: WriterLock(Path(key), threading.Lock())
@@ -178,10 +176,7 @@ class SessionLockRegistry:
 
     @classmethod
     def shared(cls) -> SessionLockRegistry:
-        with cls._instance_guard:
-            if cls._instance is None:
-                cls._instance = cls()
-            return cls._instance
+        return _REGISTRY.get()
 
     @contextmanager
     def writer(self, session_dir: Path) -> Iterator[WriterLock]:
@@ -198,3 +193,6 @@ class SessionLockRegistry:
     def kept(self) -> tuple[int, int]:
         """How many writer locks and state mutexes the registry holds now."""
         return len(self._writers), len(self._states)
+
+
+_REGISTRY: ProcessWide[SessionLockRegistry] = ProcessWide(SessionLockRegistry)

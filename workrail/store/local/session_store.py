@@ -14,9 +14,8 @@ link(2) only when the write's callback succeeds. A writer killed before that lea
 session, only debris the next write under the same id replaces; so an import (several
 appends in one write) is never visible half done.
 
-Nothing inside a session is followed or waited on: the session and events directories
-are checked with `lstat`, files are opened with `O_NOFOLLOW` and must be regular files
-(see `workrail.store.fsio`); anything else makes the session `corrupt_*` with a reason.
+Loading (strict and salvage) is `session_load`; what every store answers the same way
+from the validated state (read, health, delete) is `log_state.LogStore`.
 """
 
 from __future__ import annotations
@@ -25,11 +24,9 @@ import os
 import re
 import secrets
 import shutil
-import stat
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final, Literal, Protocol, TypeVar
 
@@ -43,36 +40,35 @@ from workrail.core.append import (
     segment_bytes,
 )
 from workrail.core.canonical import CanonicalJsonError, jsonl_line
-from workrail.core.events import DomainEvent
-from workrail.core.health import HEALTHY, Corruption, Location, SessionHealth
+from workrail.core.health import Corruption
 from workrail.core.ids import is_session_id
-from workrail.core.log_reader import (
-    CorruptionError,
-    check_chain,
-    missing_pin_error,
-    missing_pins,
-    parse_manifest_suffix,
-    parse_segment,
-    pins_of,
-)
-from workrail.core.manifest import ManifestRecord, SegmentClosed, SnapshotPinned, segment_rel_path
-from workrail.core.session_index import ProjectionError
+from workrail.core.manifest import SegmentClosed
 from workrail.store.errors import StoreError, io_error
 from workrail.store.fsio import (
     UnsafePath,
     ensure_tree,
     fsync_dir,
-    kind_of,
     open_regular,
     read_regular,
     write_all,
     write_synced,
 )
-from workrail.store.gc_pause import collector_paused
 from workrail.store.local.layout import Layout, UnsafeReference
 from workrail.store.local.lock import SessionLockRegistry, WriterLock
 from workrail.store.local.session_cache import SessionCache
-from workrail.store.log_state import LogState
+from workrail.store.local.session_load import (
+    MANIFEST,
+    STAGED_MANIFEST,
+    Entry,
+    check_session_dir,
+    extend,
+    is_session,
+    load,
+    mtime_ns,
+    mtime_of,
+    unsafe,
+)
+from workrail.store.log_state import Loaded, LogStore, not_healthy
 from workrail.store.ports import (
     LIST_PAGE_MAX,
     AppendOutcome,
@@ -83,34 +79,17 @@ from workrail.store.ports import (
     SessionLog,
 )
 
+__all__ = ["MANIFEST", "TRASH_PREFIX", "FaultHook", "LocalSessionStore", "mtime_ns"]
+
 T = TypeVar("T")
 E = TypeVar("E")
 
 CACHED_SESSIONS = 64
-LARGE_LOAD_BYTES = 64 * 1024
-"""Manifest bytes (about 150 appends) from which a load pauses the garbage collector."""
 CACHED_EVENTS = 20_000
 """A long-running server keeps the most recently used sessions loaded, within both bounds
 (one session larger than the event bound is still kept)."""
 
-MANIFEST = "manifest.jsonl"
-EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def mtime_of(st: os.stat_result) -> datetime:
-    """A file's mtime to the microsecond, exactly (a float of seconds loses the last
-    digit), so a last activity carried to PostgreSQL and back stays the same instant."""
-    return EPOCH + timedelta(microseconds=st.st_mtime_ns // 1000)
-
-
-def mtime_ns(moment: datetime) -> int:
-    """The inverse of `mtime_of`: the nanoseconds to set as a file's mtime."""
-    return (moment - EPOCH) // timedelta(microseconds=1) * 1000
-
-
 _SEGMENT_NAME_RE: Final = re.compile(r"(\d{8,})-(\d{8,})\.jsonl")
-STAGED_MANIFEST = "manifest.jsonl.tmp"
-"""The manifest of a session being created, published by one link(2) when complete."""
 
 FaultHook = Callable[[str], None]
 """Called at each named step of the append protocol; tests use it to kill the process."""
@@ -129,30 +108,13 @@ class CommitObserver(Protocol):
     def deleted(self, session_id: str) -> None: ...
 
 
-@dataclass
-class _Entry(LogState):
-    """Cached validated state of one session (the log state every store keeps), plus the
-    manifest identity it was read from."""
-
-    ino: int = -1
-    dev: int = -1
-    size: int = 0
-    mtime_ns: int = 0
-    consumed: int = 0  # manifest bytes that hold accepted records
-    torn: bool = False  # bytes after `consumed` exist: an unacknowledged, interrupted append
-
-    @property
-    def event_count(self) -> int:
-        return len(self.events)
-
-
-class LocalSessionStore:
+class LocalSessionStore(LogStore):
     """Sessions under `<data>/sessions/<id>/`; see the module docstring for the protocol."""
 
     def __init__(self, layout: Layout, faults: FaultHook | None = None) -> None:
         self._layout = layout
         self._faults = faults
-        self._cache: SessionCache[_Entry] = SessionCache(CACHED_SESSIONS, CACHED_EVENTS)
+        self._cache: SessionCache[Entry] = SessionCache(CACHED_SESSIONS, CACHED_EVENTS)
         self._locks = SessionLockRegistry.shared()
         self._observer: CommitObserver | None = None
 
@@ -161,44 +123,36 @@ class LocalSessionStore:
 
     # --- reads ---------------------------------------------------------------------------
 
-    def read(self, session_id: str, fn: Callable[[SessionLog], T]) -> Result[T, StoreError]:
-        """Strictly load (from cache when the manifest is unchanged) and call `fn` with the
-        view. Never takes the writer lock, so reads and replays work while a writer runs."""
+    def _dir(self, session_id: str) -> Path | StoreError:
+        """The session's directory, once its id is known to be a session id."""
         try:
-            session_dir = self._layout.session_dir(session_id)
+            return self._layout.session_dir(session_id)
         except UnsafeReference as exc:
-            return Failure(StoreError("INVALID_REFERENCE", str(exc)))
-        with self._locks.state(session_dir):
-            loaded = self._load(session_id, session_dir)
-            if isinstance(loaded, Corruption):
-                return Failure(_not_healthy(loaded))
-            return Success(fn(loaded.view(session_id)))
+            return StoreError("INVALID_REFERENCE", str(exc))
 
-    def health(self, session_id: str) -> Result[SessionHealth, StoreError]:
-        """`healthy`, or the corruption class with its reason. Never writes."""
-        result = self.read(session_id, lambda _log: HEALTHY)
-        if isinstance(result, Success):
-            return result
-        error: StoreError = result.failure()
-        if error.health is None:
-            return Failure(error)
-        return Success(error.health)
+    @contextmanager
+    def _loaded(self, session_id: str) -> Iterator[Loaded]:
+        """From the cache when the manifest is unchanged (one lstat)."""
+        session_dir = self._dir(session_id)
+        if isinstance(session_dir, StoreError):
+            yield session_dir
+            return
+        with self._locks.state(session_dir):
+            yield load(self._cache, session_id, session_dir)
 
     def exists(self, session_id: str) -> Result[bool, StoreError]:
         """A session exists once its manifest does (even a damaged one): a directory that
         holds only a lock or the debris of an interrupted first write is not a session."""
-        try:
-            session_dir = self._layout.session_dir(session_id)
-        except UnsafeReference as exc:
-            return Failure(StoreError("INVALID_REFERENCE", str(exc)))
-        return Success(_is_session(session_dir))
+        session_dir = self._dir(session_id)
+        if isinstance(session_dir, StoreError):
+            return Failure(session_dir)
+        return Success(is_session(session_dir))
 
     def last_activity(self, session_id: str) -> Result[datetime | None, StoreError]:
         """The manifest's mtime: every append ends by writing it."""
-        try:
-            session_dir = self._layout.session_dir(session_id)
-        except UnsafeReference as exc:
-            return Failure(StoreError("INVALID_REFERENCE", str(exc)))
+        session_dir = self._dir(session_id)
+        if isinstance(session_dir, StoreError):
+            return Failure(session_dir)
         try:
             st = os.lstat(session_dir / MANIFEST)
         except (FileNotFoundError, NotADirectoryError):
@@ -211,10 +165,10 @@ class LocalSessionStore:
         """Each committed segment's mtime: an append writes one segment, named by its first
         and last event index. Segments are taken in a chain from index 0, so debris of an
         interrupted append past the end (never referenced by the manifest) is not counted."""
-        try:
-            events_dir = self._layout.session_dir(session_id) / "events"
-        except UnsafeReference as exc:
-            return Failure(StoreError("INVALID_REFERENCE", str(exc)))
+        session_dir = self._dir(session_id)
+        if isinstance(session_dir, StoreError):
+            return Failure(session_dir)
+        events_dir = session_dir / "events"
         try:
             entries = os.listdir(events_dir)
         except (FileNotFoundError, NotADirectoryError):
@@ -259,187 +213,34 @@ class LocalSessionStore:
         for name in candidates:
             if len(result) >= wanted:
                 break
-            if _is_session(sessions_dir / name):
+            if is_session(sessions_dir / name):
                 result.append(name)
         return Success(result)
 
     def load_prefix(self, session_id: str) -> Result[PrefixLoad, StoreError]:
         """The longest valid prefix of the log, for read-only inspection and export."""
+        session_dir = self._dir(session_id)
+        if isinstance(session_dir, StoreError):
+            return Failure(session_dir)
+        entry = Entry()
         try:
-            session_dir = self._layout.session_dir(session_id)
-        except UnsafeReference as exc:
-            return Failure(StoreError("INVALID_REFERENCE", str(exc)))
-        entry = _Entry()
-        try:
-            present = _check_session_dir(session_dir)
+            present = check_session_dir(session_dir)
             data = read_regular(session_dir / MANIFEST) if present else None
         except FileNotFoundError:
             data = None
         except UnsafePath as exc:
-            return Success(PrefixLoad((), (), False, _unsafe(exc, "head")))
+            return Success(PrefixLoad((), (), False, unsafe(exc, "head")))
         except OSError as exc:
             return Failure(io_error(exc, "SESSION_STORE_IO_ERROR", "cannot read manifest"))
         if data is None:
             return Success(PrefixLoad((), (), True, None))
         try:
-            self._extend(entry, session_dir, data, salvage=True)
-            corruption = None
-        except _SalvageStop as stop:
-            corruption = stop.corruption
+            corruption = extend(entry, session_dir, data, salvage=True)
         except OSError as exc:
             corruption = Corruption("missing_attested_segment", f"I/O error: {exc}", "tail")
         return Success(
             PrefixLoad(tuple(entry.events), tuple(entry.manifest), corruption is None, corruption)
         )
-
-    def _load(self, session_id: str, session_dir: Path) -> _Entry | Corruption:
-        """Bring the cached entry up to date with disk, reading only what is new."""
-        manifest_path = session_dir / MANIFEST
-        try:
-            st = os.lstat(manifest_path)
-        except (FileNotFoundError, NotADirectoryError):
-            st = None
-        except OSError as exc:
-            self._cache.forget(session_id)
-            return Corruption("missing_attested_segment", f"I/O error: {exc}", "head")
-        entry = self._cache.get(session_id)
-        if (
-            entry is not None
-            and st is not None
-            and (st.st_ino, st.st_dev) == (entry.ino, entry.dev)
-        ):
-            if st.st_size == entry.size and st.st_mtime_ns == entry.mtime_ns:
-                return entry
-            if st.st_size < entry.consumed:
-                entry = None
-        else:
-            entry = None
-        try:
-            if not _check_session_dir(session_dir) or st is None:
-                self._cache.forget(session_id)
-                return _Entry()
-        except UnsafePath as exc:
-            self._cache.forget(session_id)
-            return _unsafe(exc, "head")
-        if entry is None:
-            entry = _Entry()
-        try:
-            fd = open_regular(manifest_path)
-        except UnsafePath as exc:
-            self._cache.forget(session_id)
-            return _unsafe(exc, "head")
-        except FileNotFoundError:
-            self._cache.forget(session_id)
-            return _Entry()
-        except OSError as exc:
-            self._cache.forget(session_id)
-            return Corruption("missing_attested_segment", f"I/O error: {exc}", "head")
-        try:
-            with os.fdopen(fd, "rb") as f:
-                f.seek(entry.consumed)
-                data = f.read()
-                fst = os.fstat(f.fileno())
-            with collector_paused(len(data) >= LARGE_LOAD_BYTES):
-                self._extend(entry, session_dir, data, salvage=False)
-        except CorruptionError as exc:
-            self._cache.forget(session_id)
-            return exc.corruption
-        except OSError as exc:
-            self._cache.forget(session_id)
-            return Corruption("missing_attested_segment", f"I/O error: {exc}", "tail")
-        entry.ino, entry.dev = fst.st_ino, fst.st_dev
-        entry.size, entry.mtime_ns = fst.st_size, fst.st_mtime_ns
-        self._remember(session_id, entry)
-        return entry
-
-    def _remember(self, session_id: str, entry: _Entry) -> None:
-        """Cache a validated session; a long-running server keeps only the most recent."""
-        self._cache.remember(session_id, entry)
-
-    def _extend(self, entry: _Entry, session_dir: Path, data: bytes, *, salvage: bool) -> None:
-        """Validate manifest bytes that follow `entry.consumed` and fold them into `entry`.
-
-        On failure `entry` may be partly extended; the caller discards it (strict) or keeps
-        the prefix (salvage, which stops at the first bad record).
-        """
-        try:
-            tail = parse_manifest_suffix(data, len(entry.manifest))
-        except CorruptionError as exc:
-            if salvage:
-                raise _SalvageStop(exc.corruption) from exc
-            raise
-        records, ends = tail.records, tail.line_ends
-        segments: dict[int, list[DomainEvent]] = {}
-        if not salvage:  # a salvage load stops at the first bad record anyway
-            records, ends = self._drop_unacknowledged_group(
-                entry, session_dir, records, ends, segments
-            )
-        entry.torn = tail.torn or len(records) < len(tail.records)
-        for position, record in enumerate(records):
-            try:
-                if isinstance(record, SegmentClosed):
-                    check_chain(entry.last_segment, record)
-                    if entry.last_segment is None and record.firstEventIndex != 0:
-                        raise CorruptionError(
-                            Corruption(
-                                "non_contiguous_indices",
-                                "The first segment must start at event 0",
-                                "head",
-                            )
-                        )
-                    events = segments.get(position)
-                    if events is None:
-                        events = _read_segment(session_dir, record)
-                    for event in events:
-                        entry.index.apply(event)
-                    entry.events.extend(events)
-                    entry.last_segment = record
-                else:
-                    assert isinstance(record, SnapshotPinned)
-                    entry.pins |= pins_of([record])
-                entry.manifest.append(record)
-                entry.consumed += ends[position] - (ends[position - 1] if position else 0)
-            except ProjectionError as exc:
-                corruption = Corruption("non_contiguous_indices", str(exc), "tail")
-                if salvage:
-                    raise _SalvageStop(corruption) from exc
-                raise CorruptionError(corruption) from exc
-            except CorruptionError as exc:
-                if salvage:
-                    raise _SalvageStop(exc.corruption) from exc
-                raise
-        if not salvage:
-            new_nodes = missing_pins(_recent_events(entry, records), entry.pins)
-            if new_nodes:
-                raise missing_pin_error(new_nodes[0])
-
-    def _drop_unacknowledged_group(
-        self,
-        entry: _Entry,
-        session_dir: Path,
-        records: list[ManifestRecord],
-        ends: list[int],
-        segments: dict[int, list[DomainEvent]],
-    ) -> tuple[list[ManifestRecord], list[int]]:
-        """Leave out the file's final group when it is an append that was interrupted.
-
-        We write a `segment_closed` and all its pins with one write, so a final group whose
-        nodes are not all pinned was cut short before its fsync and never acknowledged (the
-        reference writes the pins separately; a crash between the two leaves the same
-        shape, equally unacknowledged). Only the final group can be in that state; its
-        segment was made durable before the record was written, so it must read and verify
-        — if it does not, that is corruption and it propagates.
-        """
-        last = max((i for i, r in enumerate(records) if isinstance(r, SegmentClosed)), default=None)
-        if last is None:
-            return records, ends
-        record = records[last]
-        assert isinstance(record, SegmentClosed)
-        events = _read_segment(session_dir, record)
-        segments[last] = events
-        if missing_pins(events, entry.pins | pins_of(records)):
-            return records[:last], ends[:last]
-        return records, ends
 
     # --- writes --------------------------------------------------------------------------
 
@@ -449,20 +250,19 @@ class LocalSessionStore:
         """Run `fn(session_dir)` holding the session's writer, for changes beside the log
         (lifecycle record, deletion). None, without calling `fn`, when the session has no
         manifest; a directory that held only the lock is removed again."""
+        session_dir = self._dir(session_id)
+        if isinstance(session_dir, StoreError):
+            return Failure(session_dir)
         try:
-            session_dir = self._layout.session_dir(session_id)
-        except UnsafeReference as exc:
-            return Failure(StoreError("INVALID_REFERENCE", str(exc)))
-        try:
-            if not _check_session_dir(session_dir) or not _is_session(session_dir):
+            if not check_session_dir(session_dir) or not is_session(session_dir):
                 return Success(None)
         except UnsafePath as exc:
-            return Failure(_not_healthy(_unsafe(exc, "head")))
+            return Failure(not_healthy(unsafe(exc, "head")))
         result: Result[T | None, StoreError]
         with self._writer(session_dir) as acquired:
             if isinstance(acquired, StoreError):
                 return Failure(acquired)
-            if not _is_session(session_dir):
+            if not is_session(session_dir):
                 result = Success(None)
             else:
                 try:
@@ -471,27 +271,17 @@ class LocalSessionStore:
                     result = Failure(
                         io_error(exc, "SESSION_STORE_IO_ERROR", "session change failed")
                     )
-        if not _is_session(session_dir):
+        if not is_session(session_dir):
             _remove_if_empty(session_dir)
         return result
-
-    def delete(self, session_id: str) -> Result[bool, StoreError]:
-        """Rename the directory aside while holding the writer, then remove it."""
-        done = self._delete(session_id, None)
-        if isinstance(done, Failure):
-            return Failure(done.failure())
-        return Success(done.unwrap() == "deleted")
-
-    def delete_idle(
-        self, session_id: str, *, idle_before: datetime
-    ) -> Result[IdleDelete, StoreError]:
-        """The manifest's mtime (every append ends by writing it, under the writer) is
-        read again once the writer is held: a session written since is kept."""
-        return self._delete(session_id, idle_before)
 
     def _delete(
         self, session_id: str, idle_before: datetime | None
     ) -> Result[IdleDelete, StoreError]:
+        """Rename the directory aside while holding the writer, then remove it. The
+        manifest's mtime (every append ends by writing it, under the writer) is read again
+        once the writer is held: a session written since is kept."""
+
         def remove(session_dir: Path) -> Result[Path | Literal["active"], StoreError]:
             if idle_before is not None:
                 st = os.lstat(session_dir / MANIFEST)
@@ -536,14 +326,13 @@ class LocalSessionStore:
         process holds the session; never waits. The session must load as healthy. On a
         session with no manifest the whole write is published at once, or not at all.
         """
-        try:
-            session_dir = self._layout.session_dir(session_id)
-        except UnsafeReference as exc:
-            return Failure(StoreError("INVALID_REFERENCE", str(exc)))
+        session_dir = self._dir(session_id)
+        if isinstance(session_dir, StoreError):
+            return Failure(session_dir)
         try:
             ensure_tree(self._layout.root, session_dir)
         except UnsafePath as exc:
-            return Failure(_not_healthy(_unsafe(exc, "head")))
+            return Failure(not_healthy(unsafe(exc, "head")))
         except OSError as exc:
             return Failure(io_error(exc, "SESSION_STORE_IO_ERROR", "cannot create the session"))
         txn: _Txn | None = None
@@ -551,16 +340,16 @@ class LocalSessionStore:
             if isinstance(acquired, StoreError):
                 return Failure(acquired)
             with self._locks.state(session_dir):
-                loaded = self._load(session_id, session_dir)
+                loaded = load(self._cache, session_id, session_dir)
                 if isinstance(loaded, Corruption):
-                    return Failure(_not_healthy(loaded))
+                    return Failure(not_healthy(loaded))
                 try:
                     if loaded.torn:
                         self._cut_torn_tail(session_id, session_dir, loaded)
                 except OSError as exc:
                     return Failure(io_error(exc, "SESSION_STORE_IO_ERROR", "cannot repair"))
                 creating = not os.path.lexists(session_dir / MANIFEST)
-            txn = _Txn(self, session_id, session_dir, _Entry() if creating else None, loaded)
+            txn = _Txn(self, session_id, session_dir, Entry() if creating else None, loaded)
             try:
                 result: Result[T, E | StoreError] = fn(txn)
                 if txn.staged is not None and isinstance(result, Success) and txn.staged.manifest:
@@ -588,7 +377,7 @@ class LocalSessionStore:
             finally:
                 lock.release()
 
-    def _cut_torn_tail(self, session_id: str, session_dir: Path, entry: _Entry) -> None:
+    def _cut_torn_tail(self, session_id: str, session_dir: Path, entry: Entry) -> None:
         """Cut off an interrupted, unacknowledged manifest write (we hold the lock)."""
         path = session_dir / MANIFEST
         fd = open_regular(path, os.O_WRONLY)
@@ -606,11 +395,11 @@ class LocalSessionStore:
     def _append(self, txn: _Txn, plan: AppendPlan) -> Result[AppendOutcome, StoreError]:
         with self._locks.state(txn.session_dir):
             if txn.staged is not None:
-                loaded: _Entry | Corruption = txn.staged
+                loaded: Entry | Corruption = txn.staged
             else:
-                loaded = self._load(txn.session_id, txn.session_dir)
+                loaded = load(self._cache, txn.session_id, txn.session_dir)
             if isinstance(loaded, Corruption):
-                return Failure(_not_healthy(loaded))
+                return Failure(not_healthy(loaded))
             try:
                 existing = recorded_events(loaded.index.dedupe, loaded.events, plan)
             except PartialOverlap as exc:
@@ -634,37 +423,48 @@ class LocalSessionStore:
                 return Failure(io_error(exc, "SESSION_STORE_IO_ERROR", "append failed"))
             return Success(AppendOutcome(plan.events, deduplicated=False))
 
-    def _commit(self, txn: _Txn, entry: _Entry, plan: AppendPlan, segment: bytes) -> None:
+    def _commit(self, txn: _Txn, entry: Entry, plan: AppendPlan, segment: bytes) -> None:
         """The durable append protocol (spec 10-storage §4, with the group write). While a
         session is being created its records go to the staged manifest instead."""
-        session_id, session_dir = txn.session_id, txn.session_dir
-        staged = txn.staged is not None
         if txn.broken:
             raise OSError("an earlier append of this write failed; nothing more is written")
-        records = manifest_group(session_id, len(entry.manifest), plan, segment)
+        records = manifest_group(txn.session_id, len(entry.manifest), plan, segment)
         closed = records[0]
         assert isinstance(closed, SegmentClosed)
-        rel = closed.segmentRelPath
-        events_dir = session_dir / "events"
+        self._write_segment(txn, closed.segmentRelPath, segment)
+        st = self._write_group(txn, entry, b"".join(jsonl_line(r.to_json()) for r in records))
+        entry.add(plan.events, records)
+        entry.consumed = st.st_size  # our complete group ends the file
+        entry.identify(st)
+        if txn.staged is None:
+            self._cache.remember(txn.session_id, entry)
+            self._tell_committed(txn.session_id, entry, st)
+
+    def _write_segment(self, txn: _Txn, rel: str, segment: bytes) -> None:
+        """The segment, durable under its final name before any record attests it."""
+        events_dir = txn.session_dir / "events"
         ensure_tree(self._layout.root, events_dir)
-        final = session_dir / rel
+        final = txn.session_dir / rel
         tmp = final.with_name(final.name + ".tmp")  # the spec's name; we hold the lock
         write_synced(tmp, segment)
         self._fault("after_temp_write")
         os.replace(tmp, final)
-        if staged:
+        if txn.staged is not None:
             txn.segments.append(final)
         fsync_dir(events_dir)
         self._fault("after_rename")
 
-        group = b"".join(jsonl_line(r.to_json()) for r in records)
+    def _write_group(self, txn: _Txn, entry: Entry, group: bytes) -> os.stat_result:
+        """The `segment_closed` record and its pins, with one write and one fsync (split
+        in two around a fault point when faults are injected); the manifest's stat after."""
+        staged = txn.staged is not None
         if staged:
-            manifest_path = session_dir / STAGED_MANIFEST
+            manifest_path = txn.session_dir / STAGED_MANIFEST
             if not entry.manifest:
                 # Debris of an earlier, interrupted creation is replaced, never appended to.
                 write_synced(manifest_path, b"")
         else:
-            manifest_path = session_dir / MANIFEST
+            manifest_path = txn.session_dir / MANIFEST
         # Never created here: a new session's manifest is the staged one, made just above
         # and published by `_publish`; a published one that vanished is an I/O failure.
         fd = open_regular(manifest_path, os.O_WRONLY | os.O_APPEND)
@@ -683,23 +483,7 @@ class LocalSessionStore:
             os.close(fd)
         if not staged:
             self._fault("after_manifest")
-
-        for event in plan.events:
-            entry.index.apply(event)
-        entry.events.extend(plan.events)
-        entry.manifest.extend(records)
-        entry.pins |= pins_of(records)
-        entry.last_segment = closed
-        entry.consumed = st.st_size  # our complete group ends the file
-        entry.ino, entry.dev, entry.size, entry.mtime_ns = (
-            st.st_ino,
-            st.st_dev,
-            st.st_size,
-            st.st_mtime_ns,
-        )
-        if not staged:
-            self._remember(session_id, entry)
-            self._tell_committed(session_id, entry, st)
+        return st
 
     def _publish(self, txn: _Txn) -> StoreError | None:
         """Make a created session visible: link the complete staged manifest to its name
@@ -728,17 +512,12 @@ class LocalSessionStore:
             )
         self._fault("after_manifest")
         with self._locks.state(txn.session_dir):
-            entry.ino, entry.dev, entry.size, entry.mtime_ns = (
-                st.st_ino,
-                st.st_dev,
-                st.st_size,
-                st.st_mtime_ns,
-            )
-            self._remember(txn.session_id, entry)
+            entry.identify(st)
+            self._cache.remember(txn.session_id, entry)
             self._tell_committed(txn.session_id, entry, st)
         return None
 
-    def _tell_committed(self, session_id: str, entry: _Entry, st: os.stat_result) -> None:
+    def _tell_committed(self, session_id: str, entry: Entry, st: os.stat_result) -> None:
         if self._observer is not None:
             self._observer.committed(entry.view(session_id), mtime_of(st))
 
@@ -755,12 +534,6 @@ class LocalSessionStore:
             self._faults(step)
 
 
-class _SalvageStop(Exception):
-    def __init__(self, corruption: Corruption) -> None:
-        super().__init__(corruption.message)
-        self.corruption = corruption
-
-
 class _Txn:
     """The write capability handed to a `write` callback; dead once the callback returns.
 
@@ -771,8 +544,8 @@ class _Txn:
         store: LocalSessionStore,
         session_id: str,
         session_dir: Path,
-        staged: _Entry | None,
-        validated: _Entry,
+        staged: Entry | None,
+        validated: Entry,
     ) -> None:
         self._store = store
         self.session_id = session_id
@@ -789,7 +562,7 @@ class _Txn:
         if self.staged is not None:
             return self.staged.view(self.session_id)
         with self._store._locks.state(self.session_dir):
-            loaded = self._store._load(self.session_id, self.session_dir)
+            loaded = load(self._store._cache, self.session_id, self.session_dir)
         if isinstance(loaded, Corruption):
             # Damaged from outside while we hold the writer: show the state last validated
             # (a property cannot return an error value); the next append reports the damage.
@@ -804,76 +577,6 @@ class _Txn:
         return self._store._append(self, plan)
 
 
-def _is_session(session_dir: Path) -> bool:
-    """Whether anything was ever committed here: the manifest (of any type) exists."""
-    return os.path.lexists(session_dir / MANIFEST)
-
-
-def _check_session_dir(session_dir: Path) -> bool:
-    """False when absent; `UnsafePath` when it is not a real directory."""
-    try:
-        st = os.lstat(session_dir)
-    except FileNotFoundError:
-        return False
-    if not stat.S_ISDIR(st.st_mode):
-        raise UnsafePath(session_dir, kind_of(st.st_mode))
-    return True
-
-
 def _remove_if_empty(directory: Path) -> None:
     with suppress(OSError):
         os.rmdir(directory)
-
-
-def _unsafe(exc: UnsafePath, location: Location) -> Corruption:
-    return Corruption(
-        "missing_attested_segment",
-        f"{exc.path} is {exc.what}; WorkRail reads only plain files and directories inside "
-        "the data directory, and never follows links there",
-        location,
-    )
-
-
-def _read_segment(session_dir: Path, record: SegmentClosed) -> list[DomainEvent]:
-    expected = segment_rel_path(record.firstEventIndex, record.lastEventIndex)
-    if record.segmentRelPath != expected:
-        raise CorruptionError(
-            Corruption(
-                "schema_validation_failed",
-                f"segmentRelPath {record.segmentRelPath!r} does not name events "
-                f"{record.firstEventIndex}..{record.lastEventIndex} ({expected})",
-                "tail",
-            )
-        )
-    path = session_dir / expected
-    try:
-        _check_session_dir(path.parent)
-        data = read_regular(path)
-    except UnsafePath as exc:
-        raise CorruptionError(_unsafe(exc, "tail")) from exc
-    except FileNotFoundError as exc:
-        raise CorruptionError(
-            Corruption(
-                "missing_attested_segment",
-                f"Missing attested segment: {record.segmentRelPath}",
-                "tail",
-            )
-        ) from exc
-    return parse_segment(data, record)
-
-
-def _recent_events(entry: _Entry, records: list[ManifestRecord]) -> list[DomainEvent]:
-    """The events introduced by `records` (the tail of `entry.events`)."""
-    count = sum(
-        r.lastEventIndex - r.firstEventIndex + 1 for r in records if isinstance(r, SegmentClosed)
-    )
-    return entry.events[len(entry.events) - count :] if count else []
-
-
-def _not_healthy(corruption: Corruption) -> StoreError:
-    health = SessionHealth.of(corruption)
-    return StoreError(
-        "SESSION_NOT_HEALTHY",
-        f"Session corruption detected: {corruption.code}",
-        health=health,
-    )

@@ -42,16 +42,8 @@ class MemoryBackend:
         )
         sessions.observe(query)
         lifecycle.observe(query)
-        return MemoryBackend(
-            storage=storage,
-            sessions=sessions,
-            snapshots=snapshots,
-            pinned=pinned,
-            keyring=MemoryKeyringStore(storage),
-            watch=MemoryWatch(storage),
-            lifecycle=lifecycle,
-            query=query,
-        )
+        keyring, watch = MemoryKeyringStore(storage), MemoryWatch(storage)
+        return MemoryBackend(storage, sessions, snapshots, pinned, keyring, watch, lifecycle, query)
 
     @property
     def location(self) -> str:

@@ -11,10 +11,9 @@ from typing import Any
 
 from returns.result import Failure, Result, Success
 
-from workrail.core.canonical import CanonicalJsonError, canonical_bytes, is_digest, sha256_digest
-from workrail.core.content import decode_content
+from workrail.core.canonical import is_digest
 from workrail.core.snapshot_state import SnapshotState, snapshot_state
-from workrail.store.content_cache import ContentCache
+from workrail.store.content_cache import ContentCache, encode
 from workrail.store.errors import StoreError, StoreErrorCode
 from workrail.store.memory.storage import Clock, ContentRow, MemoryStorage
 from workrail.store.ports import LIST_PAGE_MAX, StoredRef
@@ -36,11 +35,10 @@ class _ContentRows:
 
     def put(self, value: dict[str, Any]) -> Result[str, StoreError]:
         """Store under sha256(JCS(value)); content already there is stamped again."""
-        try:
-            data = canonical_bytes(value)
-        except CanonicalJsonError as exc:
-            return Failure(StoreError(self._error_code, f"not storable as canonical JSON: {exc}"))
-        ref = sha256_digest(data)
+        encoded = encode(value, self._error_code)
+        if isinstance(encoded, Failure):
+            return Failure(encoded.failure())
+        ref, data = encoded.unwrap()
         now = self._clock()
         with self._storage.mutex:
             row = self._rows().get(ref)
@@ -62,12 +60,7 @@ class _ContentRows:
             row = self._rows().get(ref)
         if row is None:
             return Success(None)
-        decoded = decode_content(ref, row.body)
-        if isinstance(decoded, Failure):
-            return Failure(StoreError(self._error_code, f"{ref}: {decoded.failure()}"))
-        value = decoded.unwrap()
-        self._cache.put(ref, value, len(row.body))
-        return Success(value)
+        return self._cache.verified(ref, row.body, self._error_code, ref)
 
     def list_refs(
         self, *, after: str | None = None, limit: int = LIST_PAGE_MAX

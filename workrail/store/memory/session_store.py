@@ -16,23 +16,24 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Final, Literal, Protocol, TypeVar
+from typing import Final, Protocol, TypeVar
 
 from returns.result import Failure, Result, Success
 
-from workrail.core.append import Admitted, admit
+from workrail.core.append import Admitted
 from workrail.core.canonical import canonical_bytes
 from workrail.core.events import DomainEvent
-from workrail.core.health import HEALTHY, Corruption, SessionHealth
+from workrail.core.health import Corruption
 from workrail.core.ids import is_session_id
 from workrail.core.log_reader import CorruptionError
-from workrail.core.session_index import ProjectionError
 from workrail.store.errors import StoreError
 from workrail.store.gc_pause import collector_paused
 from workrail.store.log_state import (
     CachedWrite,
     CacheSlot,
+    Loaded,
     LogState,
+    RowLogStore,
     extend,
     invalid_reference,
     not_healthy,
@@ -40,18 +41,14 @@ from workrail.store.log_state import (
 from workrail.store.memory.storage import Clock, MemoryStorage, SessionRows
 from workrail.store.ports import (
     LIST_PAGE_MAX,
-    AppendOutcome,
-    AppendPlan,
     AppendTime,
+    IdleDelete,
     PrefixLoad,
     SessionLog,
 )
 
 T = TypeVar("T")
 E = TypeVar("E")
-
-IdleDelete = Literal["deleted", "absent", "active"]
-"""What `delete_idle` did: removed the session, found none, or kept it (written since)."""
 
 LARGE_LOAD_EVENTS: Final = 512
 """New events validated at once from which a load pauses the garbage collector."""
@@ -82,7 +79,7 @@ class _Pending:
     at: datetime
 
 
-class MemorySessionStore:
+class MemorySessionStore(RowLogStore):
     """See the module docstring."""
 
     def __init__(self, storage: MemoryStorage, clock: Clock) -> None:
@@ -128,22 +125,9 @@ class MemorySessionStore:
 
     # --- reads -----------------------------------------------------------------------
 
-    def read(self, session_id: str, fn: Callable[[SessionLog], T]) -> Result[T, StoreError]:
-        if not is_session_id(session_id):
-            return Failure(invalid_reference(session_id))
-        slot = self._slot(session_id)
-        with slot.lock:
-            state = self._refresh(session_id, slot)
-            if isinstance(state, Corruption):
-                return Failure(not_healthy(state))
-            return Success(fn(state.view(session_id)))
-
-    def health(self, session_id: str) -> Result[SessionHealth, StoreError]:
-        result = self.read(session_id, lambda _log: HEALTHY)
-        if isinstance(result, Success):
-            return result
-        error: StoreError = result.failure()
-        return Failure(error) if error.health is None else Success(error.health)
+    def _fresh(self, session_id: str, slot: CacheSlot) -> Loaded:
+        assert isinstance(slot, _Slot)
+        return self._refresh(session_id, slot)
 
     def load_prefix(self, session_id: str) -> Result[PrefixLoad, StoreError]:
         if not is_session_id(session_id):
@@ -215,22 +199,6 @@ class MemorySessionStore:
         finally:
             self._storage.release_writer(session_id)
 
-    def _append(self, txn: _Txn, plan: AppendPlan) -> Result[AppendOutcome, StoreError]:
-        state = txn.state
-        admitted = admit(state.index, state.events, len(state.manifest), txn.session_id, plan)
-        if isinstance(admitted, str):
-            return Failure(StoreError("SESSION_STORE_INVARIANT_VIOLATION", admitted))
-        if isinstance(admitted, tuple):
-            return Success(AppendOutcome(admitted, deduplicated=True))
-        txn.take_cache()
-        try:
-            state.add(plan.events, admitted.records)
-        except ProjectionError as exc:
-            txn.broken = StoreError("SESSION_STORE_INVARIANT_VIOLATION", str(exc))
-            return Failure(txn.broken)
-        txn.pending.append(_Pending(plan.events, admitted, self._clock()))
-        return Success(AppendOutcome(plan.events, deduplicated=False))
-
     def _publish(self, txn: _Txn) -> None:
         """Make the write's rows the committed ones, then project and announce them (the
         writer is still held, so no other write of the session comes in between)."""
@@ -270,21 +238,6 @@ class MemorySessionStore:
         finally:
             self._storage.release_writer(session_id)
 
-    def delete(self, session_id: str) -> Result[bool, StoreError]:
-        done = self._delete(session_id, None)
-        return (
-            Failure(done.failure())
-            if isinstance(done, Failure)
-            else Success(done.unwrap() == "deleted")
-        )
-
-    def delete_idle(
-        self, session_id: str, *, idle_before: datetime
-    ) -> Result[IdleDelete, StoreError]:
-        """`delete` of a session last appended to before `idle_before`, judged holding its
-        writer: one written since is kept ("active")."""
-        return self._delete(session_id, idle_before)
-
     def _delete(
         self, session_id: str, idle_before: datetime | None
     ) -> Result[IdleDelete, StoreError]:
@@ -318,5 +271,9 @@ class _Txn(CachedWrite):
         self.pending: list[_Pending] = []
         self.published = False
 
-    def _write(self, plan: AppendPlan) -> Result[AppendOutcome, StoreError]:
-        return self._store._append(self, plan)
+    def _persist(
+        self, events: Sequence[DomainEvent], admitted: Admitted, manifest_before: int
+    ) -> StoreError | None:
+        """Kept aside with the clock's reading, published when the write succeeds."""
+        self.pending.append(_Pending(events, admitted, self._store._clock()))
+        return None

@@ -97,15 +97,9 @@ def open_postgres_backend(
     lifecycle = PostgresLifecycleStore(database, sessions)
     query = PostgresSessionQuery(database, sessions, lifecycle, snapshots, pinned)
     sessions.add_projector(query)  # summaries commit with the append that changes them
+    keyring, watch = PostgresKeyringStore(database), PostgresWatch(url)
     backend = PostgresBackend(
-        database=database,
-        sessions=sessions,
-        snapshots=snapshots,
-        pinned=pinned,
-        keyring=PostgresKeyringStore(database),
-        watch=PostgresWatch(url),
-        lifecycle=lifecycle,
-        query=query,
+        database, sessions, snapshots, pinned, keyring, watch, lifecycle, query
     )
     refreshed = query.refresh_outdated()
     if isinstance(refreshed, Failure):

@@ -15,10 +15,10 @@ from typing import Any, Final
 
 from returns.result import Failure, Result, Success
 
-from workrail.core.canonical import CanonicalJsonError, canonical_bytes, is_digest, sha256_digest
+from workrail.core.canonical import is_digest
 from workrail.core.content import decode_content
 from workrail.core.snapshot_state import STATE_KINDS, SnapshotState, snapshot_state
-from workrail.store.content_cache import ContentCache
+from workrail.store.content_cache import ContentCache, encode
 from workrail.store.errors import StoreError, StoreErrorCode
 from workrail.store.ports import LIST_PAGE_MAX, StoredRef
 from workrail.store.postgres.connection import Connection, Database
@@ -37,11 +37,10 @@ class _ContentTable:
 
     def put(self, value: dict[str, Any]) -> Result[str, StoreError]:
         """Store `value` under sha256(JCS(value)) and return that ref."""
-        try:
-            data = canonical_bytes(value)
-        except CanonicalJsonError as exc:
-            return Failure(StoreError(self._error_code, f"not storable as canonical JSON: {exc}"))
-        ref = sha256_digest(data)
+        encoded = encode(value, self._error_code)
+        if isinstance(encoded, Failure):
+            return Failure(encoded.failure())
+        ref, data = encoded.unwrap()
 
         def insert(conn: Connection) -> None:
             with conn.pipeline(), conn.transaction():
@@ -109,12 +108,7 @@ class _ContentTable:
 
     def _decoded(self, ref: str, data: bytes) -> Result[dict[str, Any] | None, StoreError]:
         """The row's object once its bytes are what `ref` promises (then kept decoded)."""
-        decoded = decode_content(ref, data)
-        if isinstance(decoded, Failure):
-            return Failure(StoreError(self._error_code, f"{ref}: {decoded.failure()}"))
-        value = decoded.unwrap()
-        self._cache.put(ref, value, len(data))
-        return Success(value)
+        return self._cache.verified(ref, data, self._error_code, ref)
 
     def list_refs(
         self, *, after: str | None = None, limit: int = LIST_PAGE_MAX

@@ -32,28 +32,27 @@ import psycopg
 from psycopg_pool import PoolTimeout
 from returns.result import Failure, Result, Success
 
-from workrail.core.append import admit
+from workrail.core.append import Admitted
 from workrail.core.canonical import canonical_bytes
 from workrail.core.events import DomainEvent
-from workrail.core.health import HEALTHY, Corruption, SessionHealth
+from workrail.core.health import Corruption
 from workrail.core.ids import is_session_id
 from workrail.core.log_reader import CorruptionError
 from workrail.core.manifest import ManifestRecord
-from workrail.core.session_index import ProjectionError
 from workrail.store.errors import StoreError
 from workrail.store.gc_pause import collector_paused
 from workrail.store.log_state import (
     CachedWrite,
     CacheSlot,
+    Loaded,
     LogState,
+    RowLogStore,
     extend,
     invalid_reference,
     not_healthy,
 )
 from workrail.store.ports import (
     LIST_PAGE_MAX,
-    AppendOutcome,
-    AppendPlan,
     AppendTime,
     IdleDelete,
     PrefixLoad,
@@ -106,7 +105,7 @@ class _StaleConnection(Exception):
     """The pooled connection died before the transaction did anything."""
 
 
-class PostgresSessionStore:
+class PostgresSessionStore(RowLogStore):
     """See the module docstring."""
 
     def __init__(self, db: Database, projectors: Sequence[AppendProjector] = ()) -> None:
@@ -176,29 +175,10 @@ class PostgresSessionStore:
 
     # --- reads -----------------------------------------------------------------------
 
-    def read(self, session_id: str, fn: Callable[[SessionLog], T]) -> Result[T, StoreError]:
-        """Strictly load (one query when the cache is current) and call `fn` with the
-        view. Never takes the writer lock."""
-        if not is_session_id(session_id):
-            return Failure(invalid_reference(session_id))
-        slot = self._slot(session_id)
-        with slot.lock:
-            loaded = self._db.run(lambda conn: self._refresh(conn, session_id, slot))
-            if isinstance(loaded, Failure):
-                return loaded
-            state = loaded.unwrap()
-            if isinstance(state, Corruption):
-                return Failure(not_healthy(state))
-            return Success(fn(state.view(session_id)))
-
-    def health(self, session_id: str) -> Result[SessionHealth, StoreError]:
-        result = self.read(session_id, lambda _log: HEALTHY)
-        if isinstance(result, Success):
-            return result
-        error: StoreError = result.failure()
-        if error.health is None:
-            return Failure(error)
-        return Success(error.health)
+    def _fresh(self, session_id: str, slot: CacheSlot) -> Loaded:
+        """One query when the cache is current."""
+        loaded = self._db.run(lambda conn: self._refresh(conn, session_id, slot))
+        return loaded.failure() if isinstance(loaded, Failure) else loaded.unwrap()
 
     def load_prefix(self, session_id: str) -> Result[PrefixLoad, StoreError]:
         """The longest valid prefix, loaded afresh (the cache holds only healthy logs)."""
@@ -363,24 +343,13 @@ class PostgresSessionStore:
             except psycopg.Error as exc:
                 return Failure(store_error(exc, self._db.url))
 
-    def delete(self, session_id: str) -> Result[bool, StoreError]:
-        """Every row of the session, in one transaction holding its writer lock."""
-        done = self._delete(session_id, None)
-        if isinstance(done, Failure):
-            return Failure(done.failure())
-        return Success(done.unwrap() == "deleted")
-
-    def delete_idle(
-        self, session_id: str, *, idle_before: datetime
-    ) -> Result[IdleDelete, StoreError]:
-        """Its last activity is read again in the deleting transaction, after the writer
-        lock is taken (so every append that committed before is seen): one written since
-        is kept."""
-        return self._delete(session_id, idle_before)
-
     def _delete(
         self, session_id: str, idle_before: datetime | None
     ) -> Result[IdleDelete, StoreError]:
+        """Every row of the session, in one transaction holding its writer lock; the last
+        activity is read again in it, after the lock is taken (so every append that
+        committed before is seen)."""
+
         def remove(conn: Connection) -> Result[IdleDelete, StoreError]:
             if idle_before is not None:
                 row = conn.execute(
@@ -448,37 +417,23 @@ class PostgresSessionStore:
                 txn.release(kept=committed)
         return result
 
-    def _append(self, txn: _Txn, plan: AppendPlan) -> Result[AppendOutcome, StoreError]:
-        current = txn.state
-        manifest_before = len(current.manifest)
-        admitted = admit(current.index, current.events, manifest_before, txn.session_id, plan)
-        if isinstance(admitted, str):
-            return Failure(StoreError("SESSION_STORE_INVARIANT_VIOLATION", admitted))
-        if isinstance(admitted, tuple):
-            return Success(AppendOutcome(admitted, deduplicated=True))
-        bodies, records = admitted.lines, admitted.records
-        txn.take_cache()
-        after = current
+    def _append(
+        self, txn: _Txn, events: Sequence[DomainEvent], admitted: Admitted, manifest_before: int
+    ) -> StoreError | None:
+        """Insert an admitted append's rows in the write's transaction."""
         try:
-            after.add(plan.events, records)
-        except ProjectionError as exc:
-            txn.broken = StoreError("SESSION_STORE_INVARIANT_VIOLATION", str(exc))
-            return Failure(txn.broken)
-        try:
-            self._insert(txn, plan.events, bodies, records, manifest_before, after)
+            self._insert(txn, events, admitted.lines, admitted.records, manifest_before, txn.state)
         except (psycopg.IntegrityError, _CountersMoved) as exc:
             self._forget(txn.session_id)
             what = exc.diag.constraint_name if isinstance(exc, psycopg.Error) else None
-            txn.broken = StoreError(
+            return StoreError(
                 "SESSION_LOCKED",
                 "another writer appended to this session at the same time "
                 f"({what or 'session counters'}); retry to see its result",
             )
-            return Failure(txn.broken)
         except psycopg.Error as exc:
-            txn.broken = store_error(exc, self._db.url)
-            return Failure(txn.broken)
-        return Success(AppendOutcome(plan.events, deduplicated=False))
+            return store_error(exc, self._db.url)
+        return None
 
     def _insert(
         self,
@@ -542,8 +497,10 @@ class _Txn(CachedWrite):
         self._store = store
         self.conn = conn
 
-    def _write(self, plan: AppendPlan) -> Result[AppendOutcome, StoreError]:
-        return self._store._append(self, plan)
+    def _persist(
+        self, events: Sequence[DomainEvent], admitted: Admitted, manifest_before: int
+    ) -> StoreError | None:
+        return self._store._append(self, events, admitted, manifest_before)
 
 
 def _fetch_rows(

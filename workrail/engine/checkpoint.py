@@ -30,21 +30,7 @@ def _unknown() -> EngineError:
 
 def checkpoint(deps: EngineDeps, token: CheckpointToken) -> Result[dict[str, Any], EngineError]:
     session_id = token.session_id
-
-    def recorded(log: SessionLog) -> Result[dict[str, Any] | None, EngineError]:
-        node = log.index.nodes.get(token.node_id)
-        if node is None:
-            return Failure(_unknown())
-        key = dedupe.checkpoint_edge(session_id, node.run_id, node.node_id, token.attempt_id)
-        if key not in log.index.dedupe:
-            return Success(None)
-        node_key = f"checkpoint_node:{key}"
-        index = log.index.dedupe.get(node_key)
-        created = log.events[index] if index is not None else None
-        checkpoint_id = created.node_id if isinstance(created, NodeCreated) else "unknown"
-        return _response(deps, log, node, checkpoint_id, token)
-
-    pre = deps.sessions.read(session_id, recorded)
+    pre = deps.sessions.read(session_id, lambda log: _replay(deps, log, token))
     if isinstance(pre, Failure):
         return Failure(from_store(pre.failure(), "checkpoint"))
     answered = pre.unwrap()
@@ -52,40 +38,12 @@ def checkpoint(deps: EngineDeps, token: CheckpointToken) -> Result[dict[str, Any
         return answered  # type: ignore[return-value]
 
     def write(txn: WriteTxn) -> Result[dict[str, Any], Any]:
-        log = txn.log
-        again = recorded(log)
+        again = _replay(deps, txn.log, token)
         if isinstance(again, Failure) or again.unwrap() is not None:
             return again  # type: ignore[return-value]
-        node = log.index.nodes[token.node_id]
-        run, parent = node.run_id, node.node_id
-        key = dedupe.checkpoint_edge(session_id, run, parent, token.attempt_id)
+        node = txn.log.index.nodes[token.node_id]
         checkpoint_id = deps.mint("node")
-        plan = PlanBuilder(session_id, log.count, deps.mint)
-        created = plan.add(
-            "node_created",
-            dedupe.checkpoint_node(session_id, run, parent, token.attempt_id),
-            {
-                "nodeKind": "checkpoint",
-                "parentNodeId": parent,
-                "workflowHash": node.data.workflowHash,
-                "snapshotRef": node.data.snapshotRef,
-            },
-            run_id=run,
-            node_id=checkpoint_id,
-        )
-        plan.add(
-            "edge_created",
-            key,
-            {
-                "edgeKind": "checkpoint",
-                "fromNodeId": parent,
-                "toNodeId": checkpoint_id,
-                "cause": {"kind": "checkpoint_created", "eventId": created.eventId},
-            },
-            run_id=run,
-        )
-        pin = SnapshotPin(node.data.snapshotRef, created.eventIndex, created.eventId)
-        appended = txn.append(AppendPlan(tuple(plan.events), (pin,)))
+        appended = txn.append(_plan(deps, txn.log, node, checkpoint_id, token))
         if isinstance(appended, Failure):
             return appended
         return _response(deps, txn.log, node, checkpoint_id, token)
@@ -94,6 +52,59 @@ def checkpoint(deps: EngineDeps, token: CheckpointToken) -> Result[dict[str, Any
     if isinstance(written, Failure):
         return Failure(from_store(written.failure(), "checkpoint"))
     return Success(written.unwrap())
+
+
+def _replay(
+    deps: EngineDeps, log: SessionLog, token: CheckpointToken
+) -> Result[dict[str, Any] | None, EngineError]:
+    """The recorded answer when this checkpoint token was already used, else None."""
+    node = log.index.nodes.get(token.node_id)
+    if node is None:
+        return Failure(_unknown())
+    key = dedupe.checkpoint_edge(token.session_id, node.run_id, node.node_id, token.attempt_id)
+    if key not in log.index.dedupe:
+        return Success(None)
+    index = log.index.dedupe.get(f"checkpoint_node:{key}")
+    created = log.events[index] if index is not None else None
+    checkpoint_id = created.node_id if isinstance(created, NodeCreated) else "unknown"
+    return _response(deps, log, node, checkpoint_id, token)
+
+
+def _plan(
+    deps: EngineDeps,
+    log: SessionLog,
+    node: NodeCreated,
+    checkpoint_id: str,
+    token: CheckpointToken,
+) -> AppendPlan:
+    """The checkpoint node under the token's node (same snapshot) and the edge to it."""
+    session_id, run, parent = token.session_id, node.run_id, node.node_id
+    plan = PlanBuilder(session_id, log.count, deps.mint)
+    created = plan.add(
+        "node_created",
+        dedupe.checkpoint_node(session_id, run, parent, token.attempt_id),
+        {
+            "nodeKind": "checkpoint",
+            "parentNodeId": parent,
+            "workflowHash": node.data.workflowHash,
+            "snapshotRef": node.data.snapshotRef,
+        },
+        run_id=run,
+        node_id=checkpoint_id,
+    )
+    plan.add(
+        "edge_created",
+        dedupe.checkpoint_edge(session_id, run, parent, token.attempt_id),
+        {
+            "edgeKind": "checkpoint",
+            "fromNodeId": parent,
+            "toNodeId": checkpoint_id,
+            "cause": {"kind": "checkpoint_created", "eventId": created.eventId},
+        },
+        run_id=run,
+    )
+    pin = SnapshotPin(node.data.snapshotRef, created.eventIndex, created.eventId)
+    return AppendPlan(tuple(plan.events), (pin,))
 
 
 def _response(

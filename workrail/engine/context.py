@@ -20,16 +20,7 @@ RESERVED_KEYS = frozenset({"__proto__", "constructor", "prototype"})
 def validate_context(tool: str, context: Any) -> Result[dict[str, Any], EngineError]:
     """Shape, depth, JSON-only values, reserved keys, then the JCS byte budget."""
     if not isinstance(context, dict):
-        return Failure(
-            error(
-                "VALIDATION_ERROR",
-                f"context must be a JSON object for {tool}.",
-                'Pass context as a JSON object of external facts, e.g. {"ticket": "T-1"}.',
-                kind="context_invalid_shape",
-                tool=tool,
-                expected="object",
-            )
-        )
+        return Failure(_not_an_object(tool))
     if exceeds_value_budget(context, CONTEXT_MAX_BYTES):
         return Failure(too_many_values(f"context is too large for {tool}", tool))
     problem = _scan(context, "", 1)
@@ -70,20 +61,42 @@ def validate_context(tool: str, context: Any) -> Result[dict[str, Any], EngineEr
             )
         )
     if size > CONTEXT_MAX_BYTES:
-        return Failure(
-            error(
-                "VALIDATION_ERROR",
-                f"context is too large for {tool}: {size} bytes (max {CONTEXT_MAX_BYTES}). "
-                "Size is measured as UTF-8 bytes of RFC 8785 (JCS) canonical JSON.",
-                "Keep context small: store large data elsewhere and pass a reference.",
-                kind="context_budget_exceeded",
-                tool=tool,
-                measuredBytes=size,
-                maxBytes=CONTEXT_MAX_BYTES,
-                measuredAs="jcs_utf8_bytes",
-            )
-        )
+        return Failure(_too_large(tool, size))
     return Success(context)
+
+
+def _not_an_object(tool: str) -> EngineError:
+    return error(
+        "VALIDATION_ERROR",
+        f"context must be a JSON object for {tool}.",
+        'Pass context as a JSON object of external facts, e.g. {"ticket": "T-1"}.',
+        kind="context_invalid_shape",
+        tool=tool,
+        expected="object",
+    )
+
+
+def _too_large(tool: str, size: int) -> EngineError:
+    return _over_budget(
+        f"context is too large for {tool}: {size} bytes (max {CONTEXT_MAX_BYTES}).",
+        "Keep context small: store large data elsewhere and pass a reference.",
+        tool,
+        measuredBytes=size,
+    )
+
+
+def _over_budget(message: str, suggestion: str, tool: str, **measured: Any) -> EngineError:
+    """`context_budget_exceeded`, saying how the budget is measured (as the spec does)."""
+    return error(
+        "VALIDATION_ERROR",
+        f"{message} Size is measured as UTF-8 bytes of RFC 8785 (JCS) canonical JSON.",
+        suggestion,
+        kind="context_budget_exceeded",
+        tool=tool,
+        **measured,
+        maxBytes=CONTEXT_MAX_BYTES,
+        measuredAs="jcs_utf8_bytes",
+    )
 
 
 def exceeds_value_budget(value: Any, max_bytes: int) -> bool:
@@ -107,15 +120,11 @@ def exceeds_value_budget(value: Any, max_bytes: int) -> bool:
 
 
 def too_many_values(what: str, tool: str) -> EngineError:
-    return error(
-        "VALIDATION_ERROR",
+    return _over_budget(
         f"{what}: more than {CONTEXT_MAX_BYTES} values, so over the {CONTEXT_MAX_BYTES}-byte "
-        "budget. Size is measured as UTF-8 bytes of RFC 8785 (JCS) canonical JSON.",
+        "budget.",
         "Keep it small: store large data elsewhere and pass a reference.",
-        kind="context_budget_exceeded",
-        tool=tool,
-        maxBytes=CONTEXT_MAX_BYTES,
-        measuredAs="jcs_utf8_bytes",
+        tool,
     )
 
 

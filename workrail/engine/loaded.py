@@ -61,39 +61,38 @@ def resolve_state(
     node = log.index.nodes.get(token.node_id)
     if node is None:
         return Failure(
-            error(
-                "TOKEN_UNKNOWN_NODE",
-                f"No durable node state was found for this {noun} (missing node_created).",
+            _unknown(
+                f"node state was found for this {noun} (missing node_created)",
                 "Use a stateToken returned by WorkRail for an existing node.",
             )
         )
     run = log.index.runs.get(node.run_id)
     if run is None:
         return Failure(
-            error(
-                "TOKEN_UNKNOWN_NODE",
-                f"No durable run state was found for this {noun} (missing run_started).",
+            _unknown(
+                f"run state was found for this {noun} (missing run_started)",
                 "Use start_workflow to mint a new run, or use a stateToken returned by "
                 "WorkRail for an existing run.",
             )
         )
     if not token.matches_workflow_hash(run.started.data.workflowHash):
-        return Failure(
-            error(
-                "PRECONDITION_FAILED",
-                "workflowHash mismatch for this run.",
-                "Use the stateToken returned by WorkRail for this run.",
-            )
-        )
+        return Failure(_hash_mismatch("run"))
     if not token.matches_workflow_hash(node.data.workflowHash):
-        return Failure(
-            error(
-                "PRECONDITION_FAILED",
-                "workflowHash mismatch for this node.",
-                "Use the stateToken returned by WorkRail for this node.",
-            )
-        )
+        return Failure(_hash_mismatch("node"))
     return Success(NodeFacts(node, run))
+
+
+def _unknown(missing: str, suggestion: str) -> EngineError:
+    return error("TOKEN_UNKNOWN_NODE", f"No durable {missing}.", suggestion)
+
+
+def _hash_mismatch(of: str) -> EngineError:
+    """The token was minted for another workflow version than the one the log recorded."""
+    return error(
+        "PRECONDITION_FAILED",
+        f"workflowHash mismatch for this {of}.",
+        f"Use the stateToken returned by WorkRail for this {of}.",
+    )
 
 
 class _ParsedSnapshots(WeightedLru[ExecutionSnapshot]):

@@ -26,15 +26,16 @@ from workrail.core.snapshot import (
     RunningState,
     sort_completed,
 )
+from workrail.engine.catalog import CatalogEntry
 from workrail.engine.context import validate_context
 from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError, error
 from workrail.engine.loaded import CompiledCache, load_snapshot
-from workrail.engine.start import RunSource, create_session
+from workrail.engine.start import RunSource, create_session, pin_and_compile
 from workrail.engine.store_errors import from_store
 from workrail.store.ports import SessionLog
 from workrail.workflow.contracts import LoopControlArtifact, is_loop_control, parse_loop_control
-from workrail.workflow.envelopes import pin_workflow
+from workrail.workflow.envelopes import PinnedWorkflow, pin_workflow
 from workrail.workflow.interpreter import InterpreterState, select_next
 
 FORMAT: Final = "workrail.checkpoint.v1"
@@ -187,6 +188,44 @@ def resume_record(
     checked = validate_context("checkpoint resume", context)
     if isinstance(checked, Failure):
         return Failure(checked.failure())
+    matched = _matching_plan(deps, record)
+    if isinstance(matched, Failure):
+        return Failure(matched.failure())
+    entry, pinned = matched.unwrap()
+    mismatch = _context_mismatch(record, context)
+    if mismatch is not None:
+        return Failure(mismatch)
+    compiled = pin_and_compile(deps, cache, pinned)
+    if isinstance(compiled, Failure):
+        return Failure(compiled.failure())
+    state, history = _record_state(record)
+    selection = select_next(compiled.unwrap(), state, context, history)
+    if isinstance(selection, Failure):
+        return Failure(
+            error(
+                "CHECKPOINT_RECORD_INVALID",
+                f"The record's state does not fit the workflow: {selection.failure().message}",
+                "Export a new record from the session.",
+            )
+        )
+    chosen = selection.unwrap()
+    if chosen.is_complete or chosen.state.pending is None:
+        return Failure(error("PRECONDITION_FAILED", "Nothing is left to do at this checkpoint."))
+    return create_session(
+        deps,
+        compiled.unwrap(),
+        RunSource.of(entry),
+        chosen.snapshot(),
+        chosen.state.pending,
+        context,
+    )
+
+
+def _matching_plan(
+    deps: EngineDeps, record: CheckpointRecord
+) -> Result[tuple[CatalogEntry, PinnedWorkflow], EngineError]:
+    """The record's workflow from the current sources, pinned, when it is still the
+    very plan the record was exported from (the same workflowHash)."""
     entry = deps.catalog.get(record.workflowId)
     if entry is None or entry.definition is None:
         return Failure(
@@ -206,24 +245,27 @@ def resume_record(
                 "Resume with the exact workflow version the record was exported from.",
             )
         )
+    return Success((entry, pinned))
+
+
+def _context_mismatch(record: CheckpointRecord, context: Any) -> EngineError | None:
+    """Why the supplied context is not the one the record was taken with, if it is not."""
     try:
         digest = canonical_digest(context)
     except CanonicalJsonError as exc:
-        return Failure(_invalid(str(exc)))
+        return _invalid(str(exc))
     if digest != record.contextDigest:
-        return Failure(
-            error(
-                "CHECKPOINT_CONTEXT_MISMATCH",
-                "The supplied context does not match the record's context digest.",
-                "Supply the run context exactly as it was at the checkpoint.",
-            )
+        return error(
+            "CHECKPOINT_CONTEXT_MISMATCH",
+            "The supplied context does not match the record's context digest.",
+            "Supply the run context exactly as it was at the checkpoint.",
         )
-    stored = deps.pinned.put(pinned.to_json())
-    if isinstance(stored, Failure):
-        return Failure(from_store(stored.failure(), "start"))
-    compiled = cache.get(deps, stored.unwrap())
-    if isinstance(compiled, Failure):
-        return Failure(compiled.failure())
+    return None
+
+
+def _record_state(record: CheckpointRecord) -> tuple[InterpreterState, list[dict[str, Any]]]:
+    """The interpreter state the record describes, and its loop decisions as the
+    loop-control artifact history the interpreter reads."""
     state = InterpreterState(
         completed=CompletedKeys(record.completed),
         loop_stack=tuple(
@@ -235,23 +277,4 @@ def resume_record(
         {"kind": "wr.loop_control", "loopId": loop_id, "decision": decision}
         for loop_id, decision in record.loopDecisions.items()
     ]
-    selection = select_next(compiled.unwrap(), state, context, history)
-    if isinstance(selection, Failure):
-        return Failure(
-            error(
-                "CHECKPOINT_RECORD_INVALID",
-                f"The record's state does not fit the workflow: {selection.failure().message}",
-                "Export a new record from the session.",
-            )
-        )
-    chosen = selection.unwrap()
-    if chosen.is_complete or chosen.state.pending is None:
-        return Failure(error("PRECONDITION_FAILED", "Nothing is left to do at this checkpoint."))
-    return create_session(
-        deps,
-        compiled.unwrap(),
-        RunSource(entry.workflow_id, entry.source_kind, entry.source_ref),
-        chosen.snapshot(),
-        chosen.state.pending,
-        context,
-    )
+    return state, history

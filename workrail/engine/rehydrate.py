@@ -10,15 +10,27 @@ from returns.result import Failure, Result, Success
 
 from workrail.core.budgets import REHYDRATE_PROMPT_MAX_BYTES, utf8_len
 from workrail.core.session_index import ProjectionError, SessionIndex
-from workrail.core.snapshot import CompleteState
+from workrail.core.snapshot import CompleteState, StepInstance
 from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError, error
-from workrail.engine.loaded import CompiledCache, NodeAddress, load_snapshot, resolve_state
+from workrail.engine.loaded import (
+    CompiledCache,
+    NodeAddress,
+    NodeFacts,
+    load_snapshot,
+    resolve_state,
+)
 from workrail.engine.responses import CallStyle, next_intent, pending_instance, step_call
 from workrail.engine.store_errors import from_store
 from workrail.store.ports import SessionLog
+from workrail.workflow.compiler import CompiledWorkflow
 from workrail.workflow.metadata import references_field
-from workrail.workflow.prompts import RecoveryContext, render_pending, render_recovery
+from workrail.workflow.prompts import (
+    PendingPrompt,
+    RecoveryContext,
+    render_pending,
+    render_recovery,
+)
 
 # Headings, the branch summary and function definitions around the recaps.
 RECOVERY_FRAME_BYTES = 1024
@@ -37,79 +49,105 @@ def rehydrate(
     it was given (the reference does), or mints the node's when it came as the state half
     of a continueToken."""
     del context
-
-    def answer(log: SessionLog) -> Result[dict[str, Any], EngineError]:
-        resolved = resolve_state(log, state, "rehydrate")
-        if isinstance(resolved, Failure):
-            return Failure(resolved.failure())
-        facts = resolved.unwrap()
-        state_token = given_state_token or deps.codec.mint_state(
-            session_id=log.session_id, node_id=facts.node_id, workflow_hash=facts.workflow_hash
-        )
-        snapshot = load_snapshot(deps, facts.node.data.snapshotRef)
-        if isinstance(snapshot, EngineError):
-            return Failure(snapshot)
-        if snapshot is None:
-            return Failure(
-                error(
-                    "TOKEN_UNKNOWN_NODE",
-                    "No execution snapshot was found for this node.",
-                    "Use a stateToken returned by WorkRail for an existing node.",
-                )
-            )
-        preferences = dict(facts.run.preferences)
-        instance = pending_instance(snapshot)
-        complete = isinstance(snapshot.state, CompleteState)
-        if instance is None:
-            return Success(
-                {
-                    "kind": "ok",
-                    "stateToken": state_token,
-                    "isComplete": complete,
-                    "pending": None,
-                    "preferences": preferences,
-                    "sessionId": log.session_id,
-                    "nextIntent": "complete",
-                    "nextCall": None,
-                }
-            )
-        compiled = cache.get(deps, facts.workflow_hash)
-        if isinstance(compiled, Failure):
-            return Failure(compiled.failure())
-        attempt = deps.mint("attempt")
-        session_id, node_id = log.session_id, facts.node_id
-        ack = deps.codec.mint_ack(session_id=session_id, node_id=node_id, attempt_id=attempt)
-        continue_token = deps.codec.mint_continue(
-            session_id=session_id, node_id=node_id, attempt_id=attempt
-        )
-        context_at_node = log.index.context_before(facts.run_id, facts.node.eventIndex)
-        base = render_pending(compiled.unwrap(), instance, context_at_node)
-        budget = REHYDRATE_PROMPT_MAX_BYTES - utf8_len(base.prompt) - RECOVERY_FRAME_BYTES
-        recovery = recovery_context(log.index, node_id, budget)
-        pending = render_recovery(compiled.unwrap(), instance, recovery, context_at_node)
-        return Success(
-            {
-                "kind": "ok",
-                "stateToken": state_token,
-                "ackToken": ack,
-                "checkpointToken": deps.codec.mint_checkpoint(
-                    session_id=session_id, node_id=node_id, attempt_id=attempt
-                ),
-                "continueToken": continue_token,
-                "isComplete": complete,
-                "pending": pending.to_json(),
-                **references_field(compiled.unwrap().pinned.definition),
-                "preferences": preferences,
-                "sessionId": session_id,
-                "nextIntent": next_intent(pending, complete=complete),
-                "nextCall": step_call(style, state_token, ack, continue_token),
-            }
-        )
-
-    result = deps.sessions.read(state.session_id, answer)
+    result = deps.sessions.read(
+        state.session_id, lambda log: _answer(deps, cache, log, state, given_state_token, style)
+    )
     if isinstance(result, Failure):
         return Failure(from_store(result.failure(), "rehydrate"))
     return result.unwrap()
+
+
+def _answer(
+    deps: EngineDeps,
+    cache: CompiledCache,
+    log: SessionLog,
+    state: NodeAddress,
+    given_state_token: str | None,
+    style: CallStyle,
+) -> Result[dict[str, Any], EngineError]:
+    """The node's pending step with its recovery recap and a fresh attempt's tokens, or
+    only where the run stands when nothing is pending."""
+    resolved = resolve_state(log, state, "rehydrate")
+    if isinstance(resolved, Failure):
+        return Failure(resolved.failure())
+    facts = resolved.unwrap()
+    state_token = given_state_token or deps.codec.mint_state(
+        session_id=log.session_id, node_id=facts.node_id, workflow_hash=facts.workflow_hash
+    )
+    snapshot = load_snapshot(deps, facts.node.data.snapshotRef)
+    if isinstance(snapshot, EngineError):
+        return Failure(snapshot)
+    if snapshot is None:
+        return Failure(_no_snapshot())
+    head = {"kind": "ok", "stateToken": state_token}
+    preferences = dict(facts.run.preferences)
+    instance = pending_instance(snapshot)
+    complete = isinstance(snapshot.state, CompleteState)
+    if instance is None:
+        return Success(
+            {
+                **head,
+                "isComplete": complete,
+                "pending": None,
+                "preferences": preferences,
+                "sessionId": log.session_id,
+                "nextIntent": "complete",
+                "nextCall": None,
+            }
+        )
+    compiled = cache.get(deps, facts.workflow_hash)
+    if isinstance(compiled, Failure):
+        return Failure(compiled.failure())
+    tokens = _fresh_attempt(deps, log.session_id, facts.node_id)
+    pending = _recovery_prompt(compiled.unwrap(), instance, log.index, facts)
+    return Success(
+        {
+            **head,
+            **tokens,
+            "isComplete": complete,
+            "pending": pending.to_json(),
+            **references_field(compiled.unwrap().pinned.definition),
+            "preferences": preferences,
+            "sessionId": log.session_id,
+            "nextIntent": next_intent(pending, complete=complete),
+            "nextCall": step_call(style, state_token, tokens["ackToken"], tokens["continueToken"]),
+        }
+    )
+
+
+def _no_snapshot() -> EngineError:
+    return error(
+        "TOKEN_UNKNOWN_NODE",
+        "No execution snapshot was found for this node.",
+        "Use a stateToken returned by WorkRail for an existing node.",
+    )
+
+
+def _fresh_attempt(deps: EngineDeps, session_id: str, node_id: str) -> dict[str, str]:
+    """The ack, checkpoint and continue tokens of a new attempt at the node: a rehydrate
+    hands out a fresh attempt, so an output sent after it is recorded as new."""
+    attempt = deps.mint("attempt")
+    return {
+        "ackToken": deps.codec.mint_ack(session_id=session_id, node_id=node_id, attempt_id=attempt),
+        "checkpointToken": deps.codec.mint_checkpoint(
+            session_id=session_id, node_id=node_id, attempt_id=attempt
+        ),
+        "continueToken": deps.codec.mint_continue(
+            session_id=session_id, node_id=node_id, attempt_id=attempt
+        ),
+    }
+
+
+def _recovery_prompt(
+    compiled: CompiledWorkflow, instance: StepInstance, index: SessionIndex, facts: NodeFacts
+) -> PendingPrompt:
+    """The pending step's prompt with the recaps of the path that fit beside it in the
+    rehydrate budget, rendered with the context as it stood at the node."""
+    context_at_node = index.context_before(facts.run_id, facts.node.eventIndex)
+    base = render_pending(compiled, instance, context_at_node)
+    budget = REHYDRATE_PROMPT_MAX_BYTES - utf8_len(base.prompt) - RECOVERY_FRAME_BYTES
+    recovery = recovery_context(index, facts.node_id, budget)
+    return render_recovery(compiled, instance, recovery, context_at_node)
 
 
 def recovery_context(index: SessionIndex, node_id: str, budget: int) -> RecoveryContext:

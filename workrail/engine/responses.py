@@ -3,6 +3,7 @@ same bytes, which is what makes a replayed call return exactly the first answer.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from returns.result import Failure, Result, Success
@@ -15,6 +16,7 @@ from workrail.core.events import (
     ValidationPerformed,
 )
 from workrail.core.ids import next_attempt_id
+from workrail.core.session_index import RunInfo
 from workrail.core.snapshot import (
     BlockedState,
     CompleteState,
@@ -173,6 +175,16 @@ def render(
         )
 
 
+@dataclass(frozen=True)
+class _Reached:
+    """The node a recorded advance created, with what its answer is rendered from."""
+
+    node: NodeCreated
+    run: RunInfo
+    snapshot: ExecutionSnapshot
+    compiled: CompiledWorkflow
+
+
 def advance_response(
     deps: EngineDeps,
     compiled_cache: CompiledCache,
@@ -180,7 +192,63 @@ def advance_response(
     record: AdvanceRecorded,
     style: CallStyle = "v1",
 ) -> Result[dict[str, Any], EngineError]:
-    """The response for a recorded advance, first time and replay alike."""
+    """The response for a recorded advance, first time and replay alike. Its keys come in
+    a fixed order: the answer is the same bytes every time it is given."""
+    reached = _reached(deps, compiled_cache, log, record)
+    if isinstance(reached, Failure):
+        return Failure(reached.failure())
+    to = reached.unwrap()
+    session_id, node_id = log.session_id, to.node.node_id
+    state_token = deps.codec.mint_state(
+        session_id=session_id, node_id=node_id, workflow_hash=to.node.data.workflowHash
+    )
+    instance = pending_instance(to.snapshot)
+    complete = isinstance(to.snapshot.state, CompleteState)
+    response: dict[str, Any] = {"kind": "ok", "stateToken": state_token}
+    ack: str | None = None
+    call_attempt: str | None = None
+    pending: PendingPrompt | None = None
+    if instance is not None:
+        call_attempt = next_attempt_id(record.data.attemptId)
+        ack = deps.codec.mint_ack(session_id=session_id, node_id=node_id, attempt_id=call_attempt)
+        response["ackToken"] = ack
+        response["checkpointToken"] = deps.codec.mint_checkpoint(
+            session_id=session_id, node_id=node_id, attempt_id=call_attempt
+        )
+        context = log.index.context_before(to.node.run_id, to.node.eventIndex)
+        pending = render(to.compiled, instance, context)
+    response["isComplete"] = complete
+    response["pending"] = None if pending is None else pending.to_json()
+    response.update(references_field(to.compiled.pinned.definition))
+    response["preferences"] = dict(to.run.preferences)
+    response["sessionId"] = session_id
+    response["nextIntent"] = next_intent(pending, complete=complete)
+    state = to.snapshot.state
+    if isinstance(state, BlockedState):
+        ack, call_attempt = _add_block(deps, log, node_id, state, response)
+    _add_next_call(deps, log, node_id, (ack, call_attempt), style, response)
+    if isinstance(state, BlockedState) and instance is not None:
+        _with_retry_template(response, to.compiled, instance, state)
+    if ack is None and not complete:
+        # Nothing can be advanced from here: the state-only token is the way on.
+        response["continueToken"] = state_token
+        response["nextIntent"] = "rehydrate_only"
+        response["nextCall"] = rehydrate_call(state_token, style)
+    if not isinstance(state, BlockedState):
+        assessed = _assessed_step_context(deps, log, record, to.compiled)
+        if assessed is not None:
+            response["stepContext"] = assessed
+    fork = fork_warning(deps, log, record.node_id, node_id)
+    if fork is not None:
+        response["warnings"] = [fork]
+    return Success(response)
+
+
+def _reached(
+    deps: EngineDeps, compiled_cache: CompiledCache, log: SessionLog, record: AdvanceRecorded
+) -> Result[_Reached, EngineError]:
+    """The recorded advance's new node, its run, snapshot and compiled workflow; a log
+    that lacks one of them breaks an invariant."""
     outcome = record.data.outcome
     if outcome.kind != "advanced":
         return Failure(
@@ -208,78 +276,54 @@ def advance_response(
     compiled = compiled_cache.get(deps, run.started.data.workflowHash)
     if isinstance(compiled, Failure):
         return Failure(compiled.failure())
-    session_id = log.session_id
-    state_token = deps.codec.mint_state(
-        session_id=session_id, node_id=target.node_id, workflow_hash=target.data.workflowHash
+    return Success(_Reached(target, run, snapshot, compiled.unwrap()))
+
+
+def _add_block(
+    deps: EngineDeps, log: SessionLog, node_id: str, state: BlockedState, response: dict[str, Any]
+) -> tuple[str | None, str | None]:
+    """A blocked answer's blockers (with advice that matches its nextCall), the retry ack
+    of a retryable block and the failed validation. Returns the (ack, attempt) the nextCall
+    retries with, or (None, None) when the block is terminal."""
+    response["kind"] = "blocked"
+    retryable = isinstance(state.blocked, RetryableBlock)
+    response["blockers"] = agreeing_blockers(
+        state.blocked.blockers.model_dump(mode="json", by_alias=True, exclude_none=True),
+        retryable=retryable,
     )
-    instance = pending_instance(snapshot)
-    complete = isinstance(snapshot.state, CompleteState)
-    response: dict[str, Any] = {"kind": "ok", "stateToken": state_token}
-    ack: str | None = None
-    call_attempt: str | None = None
-    pending: PendingPrompt | None = None
-    if instance is not None:
-        child = next_attempt_id(record.data.attemptId)
-        call_attempt = child
-        ack = deps.codec.mint_ack(session_id=session_id, node_id=target.node_id, attempt_id=child)
-        response["ackToken"] = ack
-        response["checkpointToken"] = deps.codec.mint_checkpoint(
-            session_id=session_id, node_id=target.node_id, attempt_id=child
+    response["retryable"] = retryable
+    retry: tuple[str | None, str | None] = (None, None)
+    if isinstance(state.blocked, RetryableBlock):
+        attempt = state.blocked.retry_attempt_id
+        retry_ack = deps.codec.mint_ack(
+            session_id=log.session_id, node_id=node_id, attempt_id=attempt
         )
-        context = log.index.context_before(target.run_id, target.eventIndex)
-        pending = render(compiled.unwrap(), instance, context)
-    response["isComplete"] = complete
-    response["pending"] = None if pending is None else pending.to_json()
-    response.update(references_field(compiled.unwrap().pinned.definition))
-    response["preferences"] = dict(run.preferences)
-    response["sessionId"] = session_id
-    response["nextIntent"] = next_intent(pending, complete=complete)
-    call_ack = ack
-    state = snapshot.state
-    if isinstance(state, BlockedState):
-        response["kind"] = "blocked"
-        retryable = isinstance(state.blocked, RetryableBlock)
-        response["blockers"] = agreeing_blockers(
-            state.blocked.blockers.model_dump(mode="json", by_alias=True, exclude_none=True),
-            retryable=retryable,
-        )
-        response["retryable"] = retryable
-        if isinstance(state.blocked, RetryableBlock):
-            retry_ack = deps.codec.mint_ack(
-                session_id=session_id,
-                node_id=target.node_id,
-                attempt_id=state.blocked.retry_attempt_id,
-            )
-            response["retryAckToken"] = retry_ack
-            call_ack = retry_ack
-            call_attempt = state.blocked.retry_attempt_id
-        else:
-            call_ack = call_attempt = None
-        validation = _validation(log, state)
-        if validation is not None:
-            response["validation"] = validation
+        response["retryAckToken"] = retry_ack
+        retry = (retry_ack, attempt)
+    validation = _validation(log, state)
+    if validation is not None:
+        response["validation"] = validation
+    return retry
+
+
+def _add_next_call(
+    deps: EngineDeps,
+    log: SessionLog,
+    node_id: str,
+    call: tuple[str | None, str | None],
+    style: CallStyle,
+    response: dict[str, Any],
+) -> None:
+    """The continueToken of the attempt the answer hands over, and the nextCall that
+    advances with it in the call's own protocol (None when nothing can advance)."""
+    ack, attempt = call
     continue_token: str | None = None
-    if call_ack is not None and call_attempt is not None:
+    if ack is not None and attempt is not None:
         continue_token = deps.codec.mint_continue(
-            session_id=session_id, node_id=target.node_id, attempt_id=call_attempt
+            session_id=log.session_id, node_id=node_id, attempt_id=attempt
         )
         response["continueToken"] = continue_token
-    response["nextCall"] = step_call(style, state_token, call_ack, continue_token)
-    if isinstance(state, BlockedState) and instance is not None:
-        _with_retry_template(response, compiled.unwrap(), instance, state)
-    if call_ack is None and not complete:
-        # Nothing can be advanced from here: the state-only token is the way on.
-        response["continueToken"] = state_token
-        response["nextIntent"] = "rehydrate_only"
-        response["nextCall"] = rehydrate_call(state_token, style)
-    if not isinstance(state, BlockedState):
-        assessed = _assessed_step_context(deps, log, record, compiled.unwrap())
-        if assessed is not None:
-            response["stepContext"] = assessed
-    fork = fork_warning(deps, log, record.node_id, target.node_id)
-    if fork is not None:
-        response["warnings"] = [fork]
-    return Success(response)
+    response["nextCall"] = step_call(style, response["stateToken"], ack, continue_token)
 
 
 def _assessed_step_context(

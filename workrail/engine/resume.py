@@ -17,6 +17,7 @@ from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError
 from workrail.engine.responses import rehydrate_call
 from workrail.engine.sessions import store_failure, validation
+from workrail.engine.workspace import WorkspaceFacts
 from workrail.store.ports import CandidateQuery
 
 QUERY_MAX: Final = 256
@@ -115,59 +116,12 @@ def _nul_field(request: ResumeRequest) -> str | None:
 
 
 def resume(deps: EngineDeps, request: ResumeRequest) -> Result[ResumeResult, EngineError]:
-    bad = _nul_field(request)
+    bad = _bad_request(request)
     if bad is not None:
-        return Failure(
-            validation(
-                f"{bad} contains a NUL character (\\x00), which no session can match.",
-                f"Send {bad} without control characters: the user's own words, a path or an id.",
-                field=bad,
-            )
-        )
-    text = request.query
-    if text is not None and not 1 <= len(text) <= QUERY_MAX:
-        return Failure(
-            validation(
-                f"query must be 1 to {QUERY_MAX} characters.",
-                "Send a few of the user's own words about the work, e.g. 'the parser refactor'.",
-                field="query",
-            )
-        )
+        return Failure(bad)
     facts = deps.probe.probe(request.workspace_path)
-    keys: set[str] = set()
-    if facts is not None:
-        keys.add(facts.path)
-        if facts.repo_root_hash is not None:
-            keys.add(facts.repo_root_hash)
-    branch = request.git_branch or (facts.branch if facts is not None else None)
-    head = request.git_head_sha or (facts.head_sha if facts is not None else None)
-    query = ResumeQuery(
-        text=text,
-        session_id=request.session_id,
-        run_id=request.run_id,
-        workspace_keys=frozenset(keys),
-        git_branch=branch,
-        git_head_sha=head.lower() if head else None,
-        same_workspace_only=request.same_workspace_only,
-        include_completed=request.include_completed,
-    )
-    words = query.words
-    workspace = None
-    if facts is not None:
-        workspace = facts.repo_root_hash or facts.path
-    found = deps.query.candidates(
-        CandidateQuery(
-            tokens=words,
-            session_id=request.session_id,
-            run_id=request.run_id,
-            workflow_tokens=words,
-            git_head_sha=query.git_head_sha,
-            git_branch=branch,
-            workspace=workspace,
-            include_archived=bool(request.session_id or request.run_id)
-            or any(w.startswith(("sess_", "run_")) for w in words),
-        )
-    )
+    query = _resume_query(request, facts)
+    found = deps.query.candidates(_candidate_query(request, query, facts))
     if isinstance(found, Failure):
         return Failure(store_failure(found.failure()))
     ranked = rank(query, found.unwrap())[:MAX_CANDIDATES]
@@ -180,3 +134,66 @@ def resume(deps: EngineDeps, request: ResumeRequest) -> Result[ResumeResult, Eng
         )
         candidates.append(ResumeCandidate(item, token))
     return Success(ResumeResult(tuple(candidates)))
+
+
+def _bad_request(request: ResumeRequest) -> EngineError | None:
+    """Arguments no session can match, refused before any store is asked."""
+    bad = _nul_field(request)
+    if bad is not None:
+        return validation(
+            f"{bad} contains a NUL character (\\x00), which no session can match.",
+            f"Send {bad} without control characters: the user's own words, a path or an id.",
+            field=bad,
+        )
+    text = request.query
+    if text is not None and not 1 <= len(text) <= QUERY_MAX:
+        return validation(
+            f"query must be 1 to {QUERY_MAX} characters.",
+            "Send a few of the user's own words about the work, e.g. 'the parser refactor'.",
+            field="query",
+        )
+    return None
+
+
+def _resume_query(request: ResumeRequest, facts: WorkspaceFacts | None) -> ResumeQuery:
+    """What the ranking matches on: the request, with the workspace's path, repository,
+    branch and head filling in what the request leaves out."""
+    keys: set[str] = set()
+    if facts is not None:
+        keys.add(facts.path)
+        if facts.repo_root_hash is not None:
+            keys.add(facts.repo_root_hash)
+    branch = request.git_branch or (facts.branch if facts is not None else None)
+    head = request.git_head_sha or (facts.head_sha if facts is not None else None)
+    return ResumeQuery(
+        text=request.query,
+        session_id=request.session_id,
+        run_id=request.run_id,
+        workspace_keys=frozenset(keys),
+        git_branch=branch,
+        git_head_sha=head.lower() if head else None,
+        same_workspace_only=request.same_workspace_only,
+        include_completed=request.include_completed,
+    )
+
+
+def _candidate_query(
+    request: ResumeRequest, query: ResumeQuery, facts: WorkspaceFacts | None
+) -> CandidateQuery:
+    """The store's pre-filter for the ranking: archived sessions only when an id names
+    one, the workspace by its repository when it is in one."""
+    words = query.words
+    workspace = None
+    if facts is not None:
+        workspace = facts.repo_root_hash or facts.path
+    return CandidateQuery(
+        tokens=words,
+        session_id=request.session_id,
+        run_id=request.run_id,
+        workflow_tokens=words,
+        git_head_sha=query.git_head_sha,
+        git_branch=query.git_branch,
+        workspace=workspace,
+        include_archived=bool(request.session_id or request.run_id)
+        or any(w.startswith(("sess_", "run_")) for w in words),
+    )

@@ -21,6 +21,7 @@ from typing import Any, Final
 from returns.result import Failure, Success
 
 from workrail.core.events import (
+    ArtifactRefPayload,
     DecisionTraceAppended,
     DomainEvent,
     GapRecorded,
@@ -37,7 +38,14 @@ from workrail.engine.sessions_view import (
     project_runs,
     session_activity,
 )
-from workrail.store.ports import LogStores, PinnedWorkflowStore, SessionLog, SnapshotStore
+from workrail.store.errors import StoreError
+from workrail.store.ports import (
+    LogStores,
+    PinnedWorkflowStore,
+    SessionLog,
+    SessionStore,
+    SnapshotStore,
+)
 from workrail.workflow.compiler import CompiledWorkflow, compile_pinned
 from workrail.workflow.envelopes import parse_pinned
 from workrail.workflow.prompts import render_pending
@@ -80,8 +88,12 @@ class BlockDetail:
 
     kind: str
     reason: str
-    retryable: bool
     blockers: tuple[BlockerDetail, ...]
+
+    @property
+    def retryable(self) -> bool:
+        """A retryable block's answer carries a retry ack; a terminal one ends the attempt."""
+        return self.kind == "retryable_block"
 
 
 @dataclass(frozen=True)
@@ -231,7 +243,7 @@ def _block(state: BlockedState) -> BlockDetail:
         )
         for b in info.blockers.blockers
     )
-    return BlockDetail(info.kind, info.reason.kind, retryable, blockers)
+    return BlockDetail(info.kind, info.reason.kind, blockers)
 
 
 def _node_detail(
@@ -263,51 +275,56 @@ def _node_detail(
         snapshot_ref=created.data.snapshotRef,
         workflow_hash=created.data.workflowHash,
     )
-    entry_attempt = detail.entered_by_attempt
     detail.advanced_by = [
         e.data.attemptId
         for e in index.advance_into.values()
         if e.scope is not None and e.scope.nodeId == node_id
     ]
     for event in events:
-        scope = event.scope
-        if isinstance(event, ValidationPerformed):
-            if scope is not None and scope.nodeId == node_id:
-                detail.validations.append(_validation(event))
-            if entry_attempt is not None and event.data.attemptId == entry_attempt:
-                detail.entry_validation = _validation(event)
-            continue
-        if scope is None or scope.nodeId != node_id:
-            continue
-        if isinstance(event, NodeOutputAppended):
-            payload = event.data.payload
-            if payload.payloadKind == "notes":
-                detail.notes.append(payload.notesMarkdown)
-            else:
-                content = (
-                    json.dumps(payload.content, indent=2, ensure_ascii=False)
-                    if "content" in payload.model_fields_set
-                    else None
-                )
-                detail.artifacts.append(
-                    ArtifactDetail(
-                        event.data.outputId,
-                        payload.contentType,
-                        payload.byteLength,
-                        payload.sha256,
-                        content,
-                    )
-                )
-        elif isinstance(event, DecisionTraceAppended):
-            for entry in event.data.entries:
-                refs = tuple(_ref_text(r.model_dump(mode="json")) for r in entry.refs or ())
-                detail.trace.append(TraceDetail(event.eventIndex, entry.kind, entry.summary, refs))
-        elif isinstance(event, GapRecorded):
-            data = event.data
-            detail.gaps.append(
-                GapDetail(data.severity, data.reason.category, data.summary, data.reason.detail)
-            )
+        _take_event(detail, event)
     return detail
+
+
+def _take_event(detail: NodeDetail, event: DomainEvent) -> None:
+    """What one event says about the node: a validation of it (or of the attempt that
+    created it), its notes and artifacts, its decision trace and its gaps."""
+    scope = event.scope
+    at_node = scope is not None and scope.nodeId == detail.node_id
+    if isinstance(event, ValidationPerformed):
+        if at_node:
+            detail.validations.append(_validation(event))
+        entry_attempt = detail.entered_by_attempt
+        if entry_attempt is not None and event.data.attemptId == entry_attempt:
+            detail.entry_validation = _validation(event)
+    elif not at_node:
+        return
+    elif isinstance(event, NodeOutputAppended):
+        payload = event.data.payload
+        if payload.payloadKind == "notes":
+            detail.notes.append(payload.notesMarkdown)
+        else:
+            detail.artifacts.append(_artifact(event.data.outputId, payload))
+    elif isinstance(event, DecisionTraceAppended):
+        for entry in event.data.entries:
+            refs = tuple(_ref_text(r.model_dump(mode="json")) for r in entry.refs or ())
+            detail.trace.append(TraceDetail(event.eventIndex, entry.kind, entry.summary, refs))
+    elif isinstance(event, GapRecorded):
+        data = event.data
+        detail.gaps.append(
+            GapDetail(data.severity, data.reason.category, data.summary, data.reason.detail)
+        )
+
+
+def _artifact(output_id: str, payload: ArtifactRefPayload) -> ArtifactDetail:
+    """An artifact output, its inline content (if it has one) pretty-printed."""
+    content = (
+        json.dumps(payload.content, indent=2, ensure_ascii=False)
+        if "content" in payload.model_fields_set
+        else None
+    )
+    return ArtifactDetail(
+        output_id, payload.contentType, payload.byteLength, payload.sha256, content
+    )
 
 
 METRICS_PREFIX: Final = "metrics_"
@@ -392,15 +409,7 @@ def inspect_session(
     `all_states=False` reads the state of the tips only (enough for the status)."""
     checked = source.sessions.health(session_id)
     if not isinstance(checked, Success):
-        error = checked.failure()
-        view = SessionView(
-            session_id,
-            {"kind": "unreadable", "reason": {"code": error.code, "message": error.message}},
-            0,
-            None,
-            [],
-        )
-        return SessionInspection(view, (), {}, None, node_id is None)
+        return _unreadable(session_id, checked.failure(), node_id)
     health = checked.unwrap()
     view = SessionView(
         session_id, health.to_json(), 0, session_activity(source.sessions, session_id), []
@@ -432,7 +441,28 @@ def inspect_session(
         if isinstance(read, Success):
             healthy: SessionInspection = read.unwrap()
             return finish(healthy)
-    prefix = source.sessions.load_prefix(session_id)
+    index, events = _replayed_prefix(source.sessions, session_id)
+    view.prefix_only = True
+    return finish(project(index, events))
+
+
+def _unreadable(session_id: str, error: StoreError, node_id: str | None) -> SessionInspection:
+    """A session whose health cannot even be read: shown as unreadable, with why."""
+    view = SessionView(
+        session_id,
+        {"kind": "unreadable", "reason": {"code": error.code, "message": error.message}},
+        0,
+        None,
+        [],
+    )
+    return SessionInspection(view, (), {}, None, node_id is None)
+
+
+def _replayed_prefix(
+    sessions: SessionStore, session_id: str
+) -> tuple[SessionIndex, tuple[DomainEvent, ...]]:
+    """The validated prefix of an unhealthy session and the index replayed from it."""
+    prefix = sessions.load_prefix(session_id)
     events: tuple[DomainEvent, ...] = prefix.unwrap().events if isinstance(prefix, Success) else ()
     index = SessionIndex()
     try:
@@ -440,5 +470,4 @@ def inspect_session(
             index.apply(event)
     except ProjectionError:
         index = SessionIndex()  # a prefix whose DAG does not replay shows no runs, only events
-    view.prefix_only = True
-    return finish(project(index, events))
+    return index, events

@@ -13,7 +13,7 @@ import difflib
 import json
 import re
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from datetime import datetime
 from typing import Any, Final
 
@@ -239,17 +239,17 @@ def check_list(
                     field="cursor",
                 )
             )
-    where = SessionFilter(
-        statuses=statuses,
-        workflow=request.workflow,
-        workspace=request.workspace,
-        branch=request.branch,
-        text=request.text,
-        since=request.since,
-        archived=request.archived,
-        healthy_only=request.healthy_only,
-    )
-    return Success((where, cursor))
+    return Success((_filter_of(request, statuses), cursor))
+
+
+_SHARED_FIELDS: Final = tuple(f.name for f in fields(SessionFilter) if f.name != "statuses")
+
+
+def _filter_of(request: ListRequest, statuses: frozenset[RunStatus]) -> SessionFilter:
+    """The store's filter for a checked request: a ListRequest carries every field of
+    SessionFilter under the same name, the statuses as the words `parse_statuses` read."""
+    shared = {name: getattr(request, name) for name in _SHARED_FIELDS}
+    return SessionFilter(statuses=statuses, **shared)
 
 
 def list_sessions(deps: EngineDeps, request: ListRequest) -> Result[SessionList, EngineError]:
@@ -272,9 +272,9 @@ def _workspace_filter(deps: EngineDeps, where: SessionFilter) -> SessionFilter:
     assert where.workspace is not None
     facts = deps.probe.probe(where.workspace)
     if facts is not None and facts.repo_root_hash is not None:
-        return SessionFilter(**{**where.__dict__, "workspace": facts.repo_root_hash})
+        return replace(where, workspace=facts.repo_root_hash)
     if facts is not None:
-        return SessionFilter(**{**where.__dict__, "workspace": facts.path})
+        return replace(where, workspace=facts.path)
     return where
 
 
@@ -360,26 +360,32 @@ def events_since(
     failure: StoreError = read.failure()
     if failure.health is None:
         return Failure(store_failure(failure))
+    return _prefix_page(deps, sid, cursor, limit, failure.health)
+
+
+def _prefix_page(
+    deps: EngineDeps, sid: str, cursor: int, limit: int, health: SessionHealth
+) -> Result[EventsPage, EngineError]:
+    """A page of an unhealthy session's validated prefix, or an error naming how far the
+    log can be read when `cursor` lies beyond it."""
     prefix = deps.sessions.load_prefix(sid)
     if isinstance(prefix, Failure):
         return Failure(store_failure(prefix.failure()))
     readable = prefix.unwrap().events
     if cursor < len(readable):
         events = tuple(readable[cursor : cursor + limit])
-        return Success(
-            EventsPage(sid, events, cursor, cursor + len(events), len(readable), failure.health)
-        )
+        return Success(EventsPage(sid, events, cursor, cursor + len(events), len(readable), health))
     return Failure(
         error(
             "SESSION_NOT_HEALTHY",
-            f"Events from {cursor} on cannot be read: the session is {failure.health.kind} "
+            f"Events from {cursor} on cannot be read: the session is {health.kind} "
             f"after its first {len(readable)} events.",
             "Read from 0 up to readableUntil; `workrail export` can save that prefix as a "
             "salvage bundle.",
             firstReadableIndex=0 if readable else None,
             readableUntil=len(readable),
             firstUnreadableIndex=len(readable),
-            health=failure.health.to_json(),
+            health=health.to_json(),
         )
     )
 

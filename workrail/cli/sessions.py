@@ -26,14 +26,15 @@ from workrail.cli.context import Cli, CliExit
 from workrail.core.errors import envelope
 from workrail.core.summary import RUN_STATUSES, SessionSummary
 from workrail.core.wording import counted
-from workrail.engine.lifecycle import LifecycleChange, PruneRequest
-from workrail.engine.sessions import ListRequest, SessionList
-from workrail.engine.sessions_view import (
+from workrail.engine.api import (
     UNHEALTHY_BANNER,
+    LifecycleChange,
+    ListRequest,
     NodeView,
+    PruneRequest,
     RunView,
+    SessionList,
     SessionView,
-    load_session,
 )
 
 _KIND_MARK = {"step": "●", "checkpoint": "◆", "blocked_attempt": "✖"}
@@ -300,7 +301,7 @@ def _add_node(parent: Tree, run: RunView, node_id: str) -> None:
 def run_show(cli: Cli) -> int:
     engine = cli.engine()
     session_id: str = _engine_result(cli, engine.resolve_session(cli.args.session_id))
-    view = load_session(cli.backend(), session_id)
+    view = engine.session_view(session_id)
     summary = engine.session_summary(session_id)
     if not isinstance(summary, Failure) and view.is_healthy:
         view.take_statuses(summary.unwrap())

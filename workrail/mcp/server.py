@@ -31,8 +31,7 @@ from pydantic import AnyUrl
 from returns.result import Failure, Result
 
 from workrail import __version__
-from workrail.engine.api import Engine
-from workrail.engine.errors import EngineError, error
+from workrail.engine.api import Engine, EngineError, error
 from workrail.mcp import catalog_surface
 from workrail.mcp.bundles import BundleToolError, export_tool, import_tool
 from workrail.mcp.content import has_content

@@ -42,6 +42,7 @@ from workrail.engine.imported import preferred_run as preferred_run
 from workrail.engine.lifecycle import LifecycleChange as LifecycleChange
 from workrail.engine.lifecycle import PruneRequest as PruneRequest
 from workrail.engine.loaded import CompiledCache
+from workrail.engine.migrate import migrate_stores as migrate_stores
 from workrail.engine.portable import MAX_RECORD_BYTES as MAX_RECORD_BYTES
 from workrail.engine.resume import QUERY_MAX as QUERY_MAX
 from workrail.engine.resume import ResumeRequest as ResumeRequest

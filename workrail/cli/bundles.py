@@ -42,16 +42,22 @@ INVALID_HINT: Final = (
     "changed or cut short, export the session again."
 )
 
+COMMANDS: Final = {
+    "export": (
+        "export a session as a bundle",
+        "Write one session's durable truth as a JSON bundle (no tokens).",
+    ),
+    "import": (
+        "import a session bundle",
+        "Validate a bundle completely, then store it as a new session.",
+    ),
+}
+"""Each command's line in `workrail --help` and the opening of its own help."""
+
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     """Register `export` and `import` on the main parser's subparsers."""
-    export = add_command(
-        subparsers,
-        common,
-        "export",
-        "export a session as a bundle",
-        "Write one session's durable truth as a JSON bundle (no tokens).",
-    )
+    export = add_command(subparsers, common, "export", *COMMANDS["export"])
     export.add_argument(
         "session_id", metavar="SESSION", help="a session id or a unique start of one"
     )
@@ -59,13 +65,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         "-o", "--output", metavar="FILE", help="write the bundle here (default: stdout)"
     )
     export.set_defaults(handler=run_export)
-    imp = add_command(
-        subparsers,
-        common,
-        "import",
-        "import a session bundle",
-        "Validate a bundle completely, then store it as a new session.",
-    )
+    imp = add_command(subparsers, common, "import", *COMMANDS["import"])
     imp.add_argument("file", metavar="FILE", help="bundle file, or - for stdin")
     imp.add_argument(
         "--copy",

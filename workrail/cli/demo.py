@@ -419,7 +419,7 @@ def _clean(data_dir: Path) -> str:
 
 def run_demo(cli: Cli) -> int:
     """Exit 0 only if every expectation held."""
-    from workrail.cli.sessions import print_whole, session_tree
+    from workrail.cli.session_tree import print_whole, session_tree
 
     as_json = cli.as_json
     if cli.args.clean and getattr(cli.args, "data_dir", None):

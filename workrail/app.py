@@ -178,7 +178,8 @@ def open_backend(config: WorkrailConfig) -> Result[Backend, StartupError]:
 
 
 def utc_now() -> datetime:
-    """The clock the in-memory backend stamps appends and content with."""
+    """The clock: the engine's, and the one the in-memory backend stamps appends and
+    content with."""
     return datetime.now(UTC)
 
 
@@ -225,6 +226,8 @@ def _engine_with(
         catalog,
         KeyringCodec(backend.keyring, keyring.unwrap()),
         probe=GitWorkspaceProbe(config.discovery.cwd),
+        entropy=os.urandom,  # ids, bundle ids: the engine's one source of randomness
+        clock=utc_now,  # the one clock: bundles' exportedAt, prune's cutoffs, lifecycle stamps
     )
     return Success(Engine(deps))
 

@@ -90,21 +90,9 @@ def export_session(
                 {"reason": "BUNDLE_BUILD_EMPTY_EVENTS"},
             )
         )
-    event_json = [e.to_json() for e in events]
-    snapshot_refs, workflow_hashes = references(event_json)
-    snapshots = _collect(backend.snapshots, snapshot_refs, "snapshot", session_id)
-    if isinstance(snapshots, BundleError):
-        return Failure(snapshots)
-    pinned = _collect(backend.pinned, workflow_hashes, "pinned workflow", session_id)
-    if isinstance(pinned, BundleError):
-        return Failure(pinned)
-    session = {
-        "sessionId": session_id,
-        "events": event_json,
-        "manifest": [r.to_json() for r in manifest],
-        "snapshots": snapshots,
-        "pinnedWorkflows": pinned,
-    }
+    session = _session_doc(backend, session_id, events, manifest)
+    if isinstance(session, BundleError):
+        return Failure(session)
     producer: dict[str, Any] = {"appVersion": app_version}
     if applied_config_hash is not None:
         producer["appliedConfigHash"] = applied_config_hash
@@ -121,6 +109,35 @@ def export_session(
     }
     if salvage is not None:
         doc["salvage"] = salvage.to_json()
+    return _checked(doc, session_id)
+
+
+def _session_doc(
+    backend: BundleBackend,
+    session_id: str,
+    events: Sequence[DomainEvent],
+    manifest: Sequence[ManifestRecord],
+) -> dict[str, Any] | BundleError:
+    """The bundle's `session`: the log plus every snapshot and pinned workflow it names."""
+    event_json = [e.to_json() for e in events]
+    snapshot_refs, workflow_hashes = references(event_json)
+    snapshots = _collect(backend.snapshots, snapshot_refs, "snapshot", session_id)
+    if isinstance(snapshots, BundleError):
+        return snapshots
+    pinned = _collect(backend.pinned, workflow_hashes, "pinned workflow", session_id)
+    if isinstance(pinned, BundleError):
+        return pinned
+    return {
+        "sessionId": session_id,
+        "events": event_json,
+        "manifest": [r.to_json() for r in manifest],
+        "snapshots": snapshots,
+        "pinnedWorkflows": pinned,
+    }
+
+
+def _checked(doc: dict[str, Any], session_id: str) -> Result[Bundle, BundleError]:
+    """The bundle, once it passes the import validator: what we export, we accept."""
     try:
         bundle = Bundle.model_validate(doc)
     except ValueError as exc:

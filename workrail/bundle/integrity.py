@@ -107,59 +107,21 @@ def verify(
         where = pointer("integrity", "entries", i)
         if entry.path in seen:
             return Failure(
-                BundleError(
-                    "BUNDLE_INTEGRITY_FAILED",
-                    f"Duplicate integrity entry for {entry.path} (also entry {seen[entry.path]}). "
-                    + _REEXPORT,
+                _integrity_failed(
+                    f"Duplicate integrity entry for {entry.path} (also entry {seen[entry.path]}).",
                     where,
                 )
             )
         seen[entry.path] = i
-        value = resolve(session, entry.path)
-        if value is _MISSING:
-            return Failure(
-                BundleError(
-                    "BUNDLE_INTEGRITY_FAILED",
-                    f"Integrity path not found in bundle: {entry.path}. " + _REEXPORT,
-                    pointer(where, "path"),
-                )
-            )
-        try:
-            data = canonical_bytes(value)
-        except CanonicalJsonError as exc:
-            return Failure(
-                BundleError(
-                    "BUNDLE_INVALID_FORMAT",
-                    f"{entry.path} is not canonical JSON: {exc}. " + _REEXPORT,
-                    entry.path,
-                )
-            )
-        actual = sha256_digest(data)
-        if actual != entry.sha256:
-            return Failure(
-                BundleError(
-                    "BUNDLE_INTEGRITY_FAILED",
-                    f"Integrity mismatch for {entry.path}: expected {entry.sha256}, got {actual}. "
-                    "The bundle was altered or damaged in transit. " + _REEXPORT,
-                    pointer(where, "sha256"),
-                )
-            )
-        if len(data) != entry.bytes:
-            return Failure(
-                BundleError(
-                    "BUNDLE_INTEGRITY_FAILED",
-                    f"Byte length mismatch for {entry.path}: expected {entry.bytes}, "
-                    f"got {len(data)}. " + _REEXPORT,
-                    pointer(where, "bytes"),
-                )
-            )
+        problem = _check_entry(entry, session, where)
+        if problem is not None:
+            return Failure(problem)
     for path in entry_paths(session):
         if path not in seen:
             return Failure(
-                BundleError(
-                    "BUNDLE_INTEGRITY_FAILED",
+                _integrity_failed(
                     f"No integrity entry covers {path}; every section of a bundle must be "
-                    "listed so that nothing unverified is imported. " + _REEXPORT,
+                    "listed so that nothing unverified is imported.",
                     path,
                 )
             )
@@ -168,11 +130,46 @@ def verify(
             actual = sha256_digest(canonical_bytes(value))
             if actual != key:
                 return Failure(
-                    BundleError(
-                        "BUNDLE_INTEGRITY_FAILED",
+                    _integrity_failed(
                         f"{prefix}{key} hashes to {actual}, not to its key: content-addressed "
-                        "entries must be stored under their own digest. " + _REEXPORT,
+                        "entries must be stored under their own digest.",
                         prefix + key,
                     )
                 )
     return Success(None)
+
+
+def _integrity_failed(why: str, path: str) -> BundleError:
+    return BundleError("BUNDLE_INTEGRITY_FAILED", f"{why} " + _REEXPORT, path)
+
+
+def _check_entry(
+    entry: IntegrityEntry, session: Mapping[str, Any], where: str
+) -> BundleError | None:
+    """One entry: its path exists, and the canonical bytes there have its digest and size."""
+    value = resolve(session, entry.path)
+    if value is _MISSING:
+        return _integrity_failed(
+            f"Integrity path not found in bundle: {entry.path}.", pointer(where, "path")
+        )
+    try:
+        data = canonical_bytes(value)
+    except CanonicalJsonError as exc:
+        return BundleError(
+            "BUNDLE_INVALID_FORMAT",
+            f"{entry.path} is not canonical JSON: {exc}. " + _REEXPORT,
+            entry.path,
+        )
+    actual = sha256_digest(data)
+    if actual != entry.sha256:
+        return _integrity_failed(
+            f"Integrity mismatch for {entry.path}: expected {entry.sha256}, got {actual}. "
+            "The bundle was altered or damaged in transit.",
+            pointer(where, "sha256"),
+        )
+    if len(data) != entry.bytes:
+        return _integrity_failed(
+            f"Byte length mismatch for {entry.path}: expected {entry.bytes}, got {len(data)}.",
+            pointer(where, "bytes"),
+        )
+    return None

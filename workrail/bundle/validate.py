@@ -63,6 +63,12 @@ def _fail(code: Any, message: str, path: str = "", **details: Any) -> Failure[Bu
     return Failure(BundleError(code, message, path, details))
 
 
+def _entry_invalid(section: str, key: str | int, why: str) -> Failure[BundleError]:
+    """BUNDLE_INVALID_FORMAT for one entry of a session's section (`session/events/3`)."""
+    where = pointer("session", section, key)
+    return _fail("BUNDLE_INVALID_FORMAT", f"{where} {why} " + _REEXPORT, where)
+
+
 # --- bytes → JSON -------------------------------------------------------------------------
 
 
@@ -182,17 +188,13 @@ def _check_canonical(bundle: Bundle, doc: dict[str, Any]) -> Result[Bundle, Bund
             try:
                 same = canonical_bytes(raw) == canonical_bytes(model)
             except CanonicalJsonError as exc:
-                return _fail(
-                    "BUNDLE_INVALID_FORMAT",
-                    f"session/{section}/{i} is not canonical JSON: {exc}. " + _REEXPORT,
-                    pointer("session", section, i),
-                )
+                return _entry_invalid(section, i, f"is not canonical JSON: {exc}.")
             if not same:
-                return _fail(
-                    "BUNDLE_INVALID_FORMAT",
-                    f"session/{section}/{i} is not in the exact form the store writes (a value "
-                    "of the wrong type, or an optional field written as null). " + _REEXPORT,
-                    pointer("session", section, i),
+                return _entry_invalid(
+                    section,
+                    i,
+                    "is not in the exact form the store writes (a value of the wrong type, or "
+                    "an optional field written as null).",
                 )
     return Success(bundle)
 
@@ -252,27 +254,32 @@ def _check_session(bundle: Bundle) -> Result[Bundle, BundleError]:
                     where,
                 )
             if section == "snapshots":
-                parsed = parse_snapshot(value)
-                if isinstance(parsed, Failure):
-                    return _fail(
-                        "BUNDLE_INVALID_FORMAT",
-                        f"{where} is not a valid execution snapshot: {parsed.failure()}. "
-                        + _REEXPORT,
-                        where,
-                    )
-                try:
-                    same = parsed.unwrap().snapshot_ref() == digest_of(canonical_bytes(value))
-                except CanonicalJsonError as exc:
-                    return _fail(
-                        "BUNDLE_INVALID_FORMAT", f"{where} is not canonical JSON: {exc}", where
-                    )
-                if not same:
-                    return _fail(
-                        "BUNDLE_INVALID_FORMAT",
-                        f"{where} is not in the exact form the engine writes. " + _REEXPORT,
-                        where,
-                    )
+                problem = _check_snapshot(where, value)
+                if problem is not None:
+                    return Failure(problem)
     return Success(bundle)
+
+
+def _check_snapshot(where: str, value: dict[str, Any]) -> BundleError | None:
+    """A bundled snapshot parses, and its key is the digest of its canonical bytes."""
+    parsed = parse_snapshot(value)
+    if isinstance(parsed, Failure):
+        return BundleError(
+            "BUNDLE_INVALID_FORMAT",
+            f"{where} is not a valid execution snapshot: {parsed.failure()}. " + _REEXPORT,
+            where,
+        )
+    try:
+        same = parsed.unwrap().snapshot_ref() == digest_of(canonical_bytes(value))
+    except CanonicalJsonError as exc:
+        return BundleError("BUNDLE_INVALID_FORMAT", f"{where} is not canonical JSON: {exc}", where)
+    if not same:
+        return BundleError(
+            "BUNDLE_INVALID_FORMAT",
+            f"{where} is not in the exact form the engine writes. " + _REEXPORT,
+            where,
+        )
+    return None
 
 
 def _check_event_order(bundle: Bundle) -> Result[Bundle, BundleError]:
@@ -320,70 +327,12 @@ def _check_manifest(bundle: Bundle) -> Result[Bundle, BundleError]:
     expected_first = 0
     pinned: set[tuple[int, str, str]] = set()
     for group in groups:
-        seg = group.segment
-        at = pointer("session", "manifest", seg.manifestIndex)
-        if seg.firstEventIndex != expected_first or seg.lastEventIndex < seg.firstEventIndex:
-            return _fail(
-                "BUNDLE_MANIFEST_ORDER_INVALID",
-                f"Segment {seg.segmentRelPath} covers events {seg.firstEventIndex}.."
-                f"{seg.lastEventIndex}; expected it to start at {expected_first}. Segments must "
-                "chain over the events without gaps or overlaps. " + _REEXPORT,
-                at,
-            )
-        if seg.lastEventIndex >= len(events):
-            return _fail(
-                "BUNDLE_MANIFEST_ORDER_INVALID",
-                f"Segment {seg.segmentRelPath} names event {seg.lastEventIndex}, but the bundle "
-                f"has {len(events)} events. " + _REEXPORT,
-                at,
-            )
-        if seg.segmentRelPath != segment_rel_path(seg.firstEventIndex, seg.lastEventIndex):
-            return _fail(
-                "BUNDLE_MANIFEST_ORDER_INVALID",
-                f"segmentRelPath {seg.segmentRelPath!r} does not name events "
-                f"{seg.firstEventIndex}..{seg.lastEventIndex}. " + _REEXPORT,
-                pointer(at, "segmentRelPath"),
-            )
-        covered = events[seg.firstEventIndex : seg.lastEventIndex + 1]
-        data = b"".join(jsonl_line(e.to_json()) for e in covered)
-        if digest_of(data) != seg.sha256 or len(data) != seg.bytes:
-            return _fail(
-                "BUNDLE_INTEGRITY_FAILED",
-                f"Segment {seg.segmentRelPath} attests {seg.sha256} ({seg.bytes} bytes), but "
-                f"its events encode to {digest_of(data)} ({len(data)} bytes). " + _REEXPORT,
-                pointer(at, "sha256"),
-            )
-        order = [(p.snapshotRef, p.eventIndex, p.createdByEventId) for p in group.pins]
-        if order != sorted(order):
-            return _fail(
-                "BUNDLE_MANIFEST_ORDER_INVALID",
-                f"Pins after segment {seg.segmentRelPath} are not sorted by (snapshotRef, "
-                "eventIndex, createdByEventId) as the append protocol writes them. " + _REEXPORT,
-                at,
-            )
-        for pin in group.pins:
-            where = pointer("session", "manifest", pin.manifestIndex)
-            if not seg.firstEventIndex <= pin.eventIndex <= seg.lastEventIndex:
-                return _fail(
-                    "BUNDLE_MANIFEST_ORDER_INVALID",
-                    f"snapshot_pinned for event {pin.eventIndex} follows segment "
-                    f"{seg.segmentRelPath}, which does not contain that event. " + _REEXPORT,
-                    pointer(where, "eventIndex"),
-                )
-            node = events[pin.eventIndex]
-            if not (
-                isinstance(node, NodeCreated)
-                and node.eventId == pin.createdByEventId
-                and node.data.snapshotRef == pin.snapshotRef
-            ):
-                return _fail(
-                    "BUNDLE_MANIFEST_ORDER_INVALID",
-                    f"snapshot_pinned {pin.eventIndex}:{pin.createdByEventId}:{pin.snapshotRef} "
-                    "does not match the node_created at that eventIndex. " + _REEXPORT,
-                    where,
-                )
-            pinned.add((pin.eventIndex, pin.createdByEventId, pin.snapshotRef))
-        expected_first = seg.lastEventIndex + 1
+        problem = _check_segment(group.segment, events, expected_first) or _check_pins(
+            group, events, pinned
+        )
+        if problem is not None:
+            return Failure(problem)
+        expected_first = group.segment.lastEventIndex + 1
     if expected_first != len(events):
         return _fail(
             "BUNDLE_MANIFEST_ORDER_INVALID",
@@ -402,6 +351,83 @@ def _check_manifest(bundle: Bundle) -> Result[Bundle, BundleError]:
                     pointer("session", "events", event.eventIndex),
                 )
     return Success(bundle)
+
+
+def _check_segment(
+    seg: SegmentClosed, events: Sequence[DomainEvent], expected_first: int
+) -> BundleError | None:
+    """One segment_closed: it starts where the previous one ended, names events the bundle
+    has under the path the store would give them, and attests exactly their bytes."""
+    at = pointer("session", "manifest", seg.manifestIndex)
+    why: str | None = None
+    if seg.firstEventIndex != expected_first or seg.lastEventIndex < seg.firstEventIndex:
+        why = (
+            f"Segment {seg.segmentRelPath} covers events {seg.firstEventIndex}.."
+            f"{seg.lastEventIndex}; expected it to start at {expected_first}. Segments must "
+            "chain over the events without gaps or overlaps. "
+        )
+    elif seg.lastEventIndex >= len(events):
+        why = (
+            f"Segment {seg.segmentRelPath} names event {seg.lastEventIndex}, but the bundle "
+            f"has {len(events)} events. "
+        )
+    elif seg.segmentRelPath != segment_rel_path(seg.firstEventIndex, seg.lastEventIndex):
+        why = (
+            f"segmentRelPath {seg.segmentRelPath!r} does not name events "
+            f"{seg.firstEventIndex}..{seg.lastEventIndex}. "
+        )
+        at = pointer(at, "segmentRelPath")
+    if why is not None:
+        return BundleError("BUNDLE_MANIFEST_ORDER_INVALID", why + _REEXPORT, at)
+    covered = events[seg.firstEventIndex : seg.lastEventIndex + 1]
+    data = b"".join(jsonl_line(e.to_json()) for e in covered)
+    if digest_of(data) != seg.sha256 or len(data) != seg.bytes:
+        return BundleError(
+            "BUNDLE_INTEGRITY_FAILED",
+            f"Segment {seg.segmentRelPath} attests {seg.sha256} ({seg.bytes} bytes), but "
+            f"its events encode to {digest_of(data)} ({len(data)} bytes). " + _REEXPORT,
+            pointer(at, "sha256"),
+        )
+    return None
+
+
+def _check_pins(
+    group: SegmentGroup, events: Sequence[DomainEvent], pinned: set[tuple[int, str, str]]
+) -> BundleError | None:
+    """The pins after one segment: sorted as the append protocol writes them, each inside
+    the segment and naming its node_created. Adds each good pin to `pinned`."""
+    seg = group.segment
+    order = [(p.snapshotRef, p.eventIndex, p.createdByEventId) for p in group.pins]
+    if order != sorted(order):
+        return BundleError(
+            "BUNDLE_MANIFEST_ORDER_INVALID",
+            f"Pins after segment {seg.segmentRelPath} are not sorted by (snapshotRef, "
+            "eventIndex, createdByEventId) as the append protocol writes them. " + _REEXPORT,
+            pointer("session", "manifest", seg.manifestIndex),
+        )
+    for pin in group.pins:
+        where = pointer("session", "manifest", pin.manifestIndex)
+        if not seg.firstEventIndex <= pin.eventIndex <= seg.lastEventIndex:
+            return BundleError(
+                "BUNDLE_MANIFEST_ORDER_INVALID",
+                f"snapshot_pinned for event {pin.eventIndex} follows segment "
+                f"{seg.segmentRelPath}, which does not contain that event. " + _REEXPORT,
+                pointer(where, "eventIndex"),
+            )
+        node = events[pin.eventIndex]
+        if not (
+            isinstance(node, NodeCreated)
+            and node.eventId == pin.createdByEventId
+            and node.data.snapshotRef == pin.snapshotRef
+        ):
+            return BundleError(
+                "BUNDLE_MANIFEST_ORDER_INVALID",
+                f"snapshot_pinned {pin.eventIndex}:{pin.createdByEventId}:{pin.snapshotRef} "
+                "does not match the node_created at that eventIndex. " + _REEXPORT,
+                where,
+            )
+        pinned.add((pin.eventIndex, pin.createdByEventId, pin.snapshotRef))
+    return None
 
 
 def _groups(manifest: Sequence[ManifestRecord]) -> list[SegmentGroup] | BundleError:
@@ -459,11 +485,10 @@ def _check_references(bundle: Bundle) -> Result[Bundle, BundleError]:
         table: dict[str, Any] = getattr(session, section)
         for key in table:
             if key not in named:
-                return _fail(
-                    "BUNDLE_INVALID_FORMAT",
-                    f"session/{section}/{key} is not referenced by any event; a bundle carries "
-                    "only what its log names. " + _REEXPORT,
-                    pointer("session", section, key),
+                return _entry_invalid(
+                    section,
+                    key,
+                    "is not referenced by any event; a bundle carries only what its log names.",
                 )
     return Success(bundle)
 

@@ -1,5 +1,5 @@
-"""`workrail export` and `workrail import`: thin handlers over `export_session` and
-`import_bundle`, on whichever store the configuration names. An import prints a summary
+"""`workrail export` and `workrail import`: thin handlers over the engine's
+`export_session` and `import_session`, on whichever store the configuration names. An import prints a summary
 and what to do next for a person, and with `--json` fresh tokens for each run, minted by
 the engine; the same bundle again is reported as already imported (`--copy` copies)."""
 
@@ -12,28 +12,52 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from returns.result import Failure
 
 from workrail import __version__
-from workrail.bundle.errors import BundleError, to_envelope
-from workrail.bundle.export import bundle_bytes, export_session, new_bundle_id, utc_now
-from workrail.bundle.import_ import already_here, import_validated, read_bundle_file
-from workrail.bundle.validate import validate_bytes
-from workrail.cli.context import Cli
+from workrail.cli.context import Cli, add_command
 from workrail.core.text import screen_safe
 from workrail.core.wording import counted
+from workrail.engine.api import (
+    BundleError,
+    Engine,
+    EngineError,
+    Exported,
+    Imported,
+    ValidatedBundle,
+    bundle_envelope,
+    read_bundle_file,
+    validate_bundle,
+)
+
+WRITE_HINT: Final = (
+    "Check that the folder of the output file exists and is writable, or leave out -o to "
+    "write the bundle to stdout."
+)
+READ_HINT: Final = "Check the file's path, or pass - to read the bundle from stdin."
+INVALID_HINT: Final = (
+    "Import the file exactly as `workrail export SESSION -o FILE` wrote it; if it was "
+    "changed or cut short, export the session again."
+)
+
+COMMANDS: Final = {
+    "export": (
+        "export a session as a bundle",
+        "Write one session's durable truth as a JSON bundle (no tokens).",
+    ),
+    "import": (
+        "import a session bundle",
+        "Validate a bundle completely, then store it as a new session.",
+    ),
+}
+"""Each command's line in `workrail --help` and the opening of its own help."""
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     """Register `export` and `import` on the main parser's subparsers."""
-    export = subparsers.add_parser(
-        "export",
-        parents=[common],
-        help="export a session as a bundle",
-        description="Write one session's durable truth as a JSON bundle (no tokens).",
-    )
+    export = add_command(subparsers, common, "export", *COMMANDS["export"])
     export.add_argument(
         "session_id", metavar="SESSION", help="a session id or a unique start of one"
     )
@@ -41,13 +65,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
         "-o", "--output", metavar="FILE", help="write the bundle here (default: stdout)"
     )
     export.set_defaults(handler=run_export)
-
-    imp = subparsers.add_parser(
-        "import",
-        parents=[common],
-        help="import a session bundle",
-        description="Validate a bundle completely, then store it as a new session.",
-    )
+    imp = add_command(subparsers, common, "import", *COMMANDS["import"])
     imp.add_argument("file", metavar="FILE", help="bundle file, or - for stdin")
     imp.add_argument(
         "--copy",
@@ -57,123 +75,108 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     imp.set_defaults(handler=run_import)
 
 
+def _envelope(problem: BundleError | EngineError, suggestion: str | None = None) -> dict[str, Any]:
+    found = bundle_envelope(problem) if isinstance(problem, BundleError) else problem.to_envelope()
+    return found if suggestion is None else with_suggestion(found, suggestion)
+
+
 def run_export(cli: Cli) -> int:
-    """Bundle to `-o FILE` (summary on stdout) or to stdout (summary on stderr)."""
-    args, out, err = cli.args, cli.out, cli.err
-    resolved = cli.engine().resolve_session(args.session_id)  # a unique prefix will do
+    """Bundle to `-o FILE` (summary on stdout) or to stdout (summary on stderr); the
+    engine names it and stamps it, with its own randomness and clock."""
+    args, out = cli.args, cli.out
+    engine = cli.engine()
+    resolved = engine.resolve_session(args.session_id)  # a unique prefix will do
     if isinstance(resolved, Failure):
         return cli.fail(resolved.failure().to_envelope())
-    result = export_session(
-        cli.backend(),
-        resolved.unwrap(),
-        bundle_id=new_bundle_id(),
-        exported_at=utc_now(),
-        app_version=__version__,
-    )
-    summary_to = out if args.output else err
+    result = engine.export_session(resolved.unwrap(), app_version=__version__)
     if isinstance(result, Failure):
-        return cli.fail(to_envelope(result.failure()))
-    bundle = result.unwrap()
-    data = bundle_bytes(bundle)
+        return cli.fail(_envelope(result.failure()))
+    exported = result.unwrap()
     if args.output:
         try:
-            _write_atomically(Path(args.output), data)
+            _write_atomically(Path(args.output), exported.data)
         except OSError as exc:
             error = BundleError(
                 "EXPORT_BUILD_FAILED",
                 f"Cannot write {args.output}: {exc.strerror or exc}",
                 args.output,
             )
-            return cli.fail(
-                with_suggestion(
-                    to_envelope(error),
-                    "Check that the folder of the output file exists and is writable, or "
-                    "leave out -o to write the bundle to stdout.",
-                )
-            )
+            return cli.fail(_envelope(error, WRITE_HINT))
     else:
-        out.write(data.decode("utf-8") + "\n")
+        out.write(exported.data.decode("utf-8") + "\n")
         out.flush()
-    salvage = bundle.salvage
+    _export_summary(cli, exported)
+    return 0
+
+
+def _export_summary(cli: Cli, exported: Exported) -> None:
+    """What was exported: on stdout with `-o`, else on stderr (stdout holds the bundle)."""
+    output = cli.args.output
+    summary_to = cli.out if output else cli.err
+    bundle, data = exported.bundle, exported.data
+    session, salvage = bundle.session, bundle.salvage
     if cli.as_json:
         payload: dict[str, Any] = {
             "ok": True,
-            "sessionId": bundle.session.sessionId,
+            "sessionId": session.sessionId,
             "bundleId": bundle.bundleId,
-            "output": args.output,
+            "output": output,
             "bytes": len(data),
-            "eventCount": len(bundle.session.events),
-            "snapshotCount": len(bundle.session.snapshots),
-            "pinnedWorkflowCount": len(bundle.session.pinnedWorkflows),
+            "eventCount": len(session.events),
+            "snapshotCount": len(session.snapshots),
+            "pinnedWorkflowCount": len(session.pinnedWorkflows),
             "complete": salvage is None,
         }
         if salvage is not None:
             payload["salvage"] = salvage.to_json()
         summary_to.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
-    else:
-        where = args.output or "stdout"
+        return
+    summary_to.write(
+        f"Exported {session.sessionId} to {output or 'stdout'}: "
+        f"{counted(len(session.events), 'event')}, "
+        f"{counted(len(session.snapshots), 'snapshot')}, "
+        f"{counted(len(session.pinnedWorkflows), 'pinned workflow')} "
+        f"({counted(len(data), 'byte')}).\n"
+    )
+    if salvage is not None:
         summary_to.write(
-            f"Exported {bundle.session.sessionId} to {where}: "
-            f"{counted(len(bundle.session.events), 'event')}, "
-            f"{counted(len(bundle.session.snapshots), 'snapshot')}, "
-            f"{counted(len(bundle.session.pinnedWorkflows), 'pinned workflow')} "
-            f"({counted(len(data), 'byte')}).\n"
-        )
-        if salvage is not None:
-            summary_to.write(
-                screen_safe(
-                    "WARNING: the session is corrupt after this point "
-                    f"({salvage.reason.code}: {salvage.reason.message}); only its validated "
-                    "prefix was exported, and the bundle is marked as a salvage export.\n"
-                )
+            screen_safe(
+                "WARNING: the session is corrupt after this point "
+                f"({salvage.reason.code}: {salvage.reason.message}); only its validated "
+                "prefix was exported, and the bundle is marked as a salvage export.\n"
             )
-    return 0
+        )
 
 
 def run_import(cli: Cli, stdin: Any = None) -> int:
-    """Print where each run continues, with fresh tokens for each run."""
-    from workrail.engine.imported import tokens_for_import
-
-    args, out = cli.args, cli.out
+    """Print where each run continues, with fresh tokens for each run (`--json`)."""
+    args = cli.args
     source = (stdin or sys.stdin.buffer) if args.file == "-" else Path(args.file)
     raw = read_bundle_file(source)
     if isinstance(raw, Failure):
-        return cli.fail(
-            with_suggestion(
-                to_envelope(raw.failure()),
-                "Check the file's path, or pass - to read the bundle from stdin.",
-            )
-        )
-    validated = validate_bytes(raw.unwrap())  # before the store is touched at all
+        return cli.fail(_envelope(raw.failure(), READ_HINT))
+    validated = validate_bundle(raw.unwrap())  # before the store is opened at all
     if isinstance(validated, Failure):
-        return cli.fail(
-            with_suggestion(
-                to_envelope(validated.failure()),
-                "Import the file exactly as `workrail export SESSION -o FILE` wrote it; "
-                "if it was changed or cut short, export the session again.",
-            )
-        )
+        return cli.fail(_envelope(validated.failure(), INVALID_HINT))
     engine = cli.engine()
     if not args.copy:
-        here = already_here(cli.backend(), validated.unwrap())
+        here = engine.bundle_held_as(validated.unwrap())
         if isinstance(here, Failure):
-            return cli.fail(to_envelope(here.failure()))
+            return cli.fail(_envelope(here.failure()))
         held = here.unwrap()
         if held is not None:
             return _already_imported(cli, held)
-    mint = engine.deps.mint
-    result = import_validated(
-        cli.backend(), validated.unwrap(), mint_session_id=lambda: mint("sess")
-    )
+    return _import(cli, engine, validated.unwrap())
+
+
+def _import(cli: Cli, engine: Engine, validated: ValidatedBundle) -> int:
+    result = engine.import_session(validated)
     if isinstance(result, Failure):
-        return cli.fail(to_envelope(result.failure()))
-    imported = result.unwrap()
+        return cli.fail(_envelope(result.failure()))
+    done: Imported = result.unwrap()
+    imported, out = done.result, cli.out
     if cli.as_json:
-        tokens: dict[str, Any] | None = tokens_for_import(engine, imported)
-        payload: dict[str, Any] = {"ok": True, **imported.to_json()}
-        if tokens is not None:
-            payload["tokens"] = tokens
-        out.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+        cli.print_json({"ok": True, **imported.to_json(), "tokens": done.tokens})
         return 0
     how = (
         f" (renamed from {imported.original_session_id}: that id already exists here)"

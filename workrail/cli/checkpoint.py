@@ -50,7 +50,7 @@ def _read_limited(path: str, limit: int) -> bytes:
 
 def run_checkpoint_resume(cli: Cli) -> int:
     """A new session at the record's point; fails closed on any plan or context mismatch."""
-    from workrail.engine.portable import MAX_RECORD_BYTES
+    from workrail.engine.api import MAX_RECORD_BYTES
 
     args = cli.args
     try:

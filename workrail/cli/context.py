@@ -21,8 +21,7 @@ from workrail.core.errors import envelope, retry_of, spec_of, suggestion_of
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from workrail.engine.api import Engine
-    from workrail.store.ports import Backend
+    from workrail.engine.api import Backend, Engine
 
 INTERRUPTED = 130
 """The exit status after Ctrl-C (128 + SIGINT), as shells report it."""
@@ -189,3 +188,17 @@ class Cli:
 
     def input_error(self, message: str, suggestion: str) -> int:
         return self.fail(envelope("VALIDATION_ERROR", message, suggestion))
+
+
+def add_command(
+    subparsers: Any,
+    common: argparse.ArgumentParser,
+    name: str,
+    text: str,
+    description: str | None = None,
+) -> argparse.ArgumentParser:
+    """A subcommand that takes the global flags: `text` is its line in `--help`, and its
+    own help opens with `description` (`text` when not given)."""
+    return subparsers.add_parser(  # type: ignore[no-any-return]
+        name, parents=[common], help=text, description=description
+    )

@@ -28,11 +28,10 @@ from returns.result import Success
 from rich.console import Console
 from rich.markup import escape
 
-from workrail.app import open_backend
+from workrail.app import build_engine, open_backend
 from workrail.cli.context import Cli
 from workrail.config import DATA_DIR_ENV, STORE_URL_ENV, load_config
-from workrail.engine.sessions_view import load_session
-from workrail.store.ports import Backend
+from workrail.engine.api import Backend, Engine
 
 if TYPE_CHECKING:  # the MCP client is imported only when the demo runs
     from mcp import Client, StdioServerParameters
@@ -374,6 +373,12 @@ def demo_backend(data_dir: Path) -> Backend:
     return open_backend(config).unwrap()
 
 
+def demo_engine(data_dir: Path) -> Engine:
+    """The engine over the demo's data, to show the run DAG the server wrote."""
+    config = load_config(demo_env({}, data_dir)).unwrap()
+    return build_engine(config, open_backend(config).unwrap()).unwrap()
+
+
 def _server_params(base: Mapping[str, str], data_dir: Path) -> StdioServerParameters:
     from mcp import StdioServerParameters
 
@@ -454,10 +459,10 @@ def _run(report: Report, env: Mapping[str, str]) -> str | None:
 
 
 def _print_dag(console: Console, data_dir: Path, session_id: str) -> None:
-    from workrail.cli.sessions import print_whole, session_tree
+    from workrail.cli.session_tree import print_whole, session_tree
 
     if session_id:
-        view = load_session(demo_backend(data_dir), session_id)
+        view = demo_engine(data_dir).session_view(session_id)
         console.print("\n[bold cyan]▶ The session's run DAG[/]")
         print_whole(console, session_tree(view))
 

@@ -11,6 +11,7 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
@@ -18,25 +19,21 @@ from returns.result import Failure
 from rich import box
 from rich.console import Console
 from rich.markup import escape
-from rich.measure import Measurement
 from rich.table import Table
-from rich.tree import Tree
 
-from workrail.cli.context import Cli, CliExit
+from workrail.cli.context import Cli, CliExit, add_command
+from workrail.cli.session_tree import print_whole, session_tree
 from workrail.core.errors import envelope
 from workrail.core.summary import RUN_STATUSES, SessionSummary
 from workrail.core.wording import counted
-from workrail.engine.lifecycle import LifecycleChange, PruneRequest
-from workrail.engine.sessions import ListRequest, SessionList
-from workrail.engine.sessions_view import (
+from workrail.engine.api import (
     UNHEALTHY_BANNER,
-    NodeView,
-    RunView,
-    SessionView,
-    load_session,
+    LifecycleChange,
+    ListRequest,
+    PruneRequest,
+    SessionList,
 )
 
-_KIND_MARK = {"step": "●", "checkpoint": "◆", "blocked_attempt": "✖"}
 WIDE: Final = 110
 """Below this many columns the list is stacked (id on its own line) instead of a table."""
 DEFAULT_LIMIT: Final = 20
@@ -45,6 +42,12 @@ EVENTS_READ: Final = 1000
 """Events asked of the engine at a time (its page maximum)."""
 _DURATION = re.compile(r"^\s*(\d+)\s*(m|min|h|d|w)\s*$")
 _UNITS = {"m": 60, "min": 60, "h": 3600, "d": 86400, "w": 604800}
+LIST_HELP: Final = "list, search, follow and tidy sessions"
+LIST_DESCRIPTION: Final = (
+    "List sessions, newest activity first, with status, progress and title. Archived "
+    "sessions are left out unless --all. Any unique start of a session id works wherever "
+    "an id is asked for."
+)
 SUBCOMMANDS: Final = ("show", "archive", "unarchive", "delete", "prune", "events", "reindex")
 
 
@@ -123,9 +126,8 @@ def _status(summary: SessionSummary) -> str:
     return ", ".join(parts)
 
 
-def run_list(cli: Cli) -> int:
-    args = cli.args
-    request = ListRequest(
+def _list_request(args: argparse.Namespace) -> ListRequest:
+    return ListRequest(
         statuses=tuple(args.status or ()),
         workflow=args.workflow,
         workspace=args.workspace,
@@ -136,6 +138,11 @@ def run_list(cli: Cli) -> int:
         limit=parse_count(args.limit, "--limit", low=1),
         cursor=args.cursor,
     )
+
+
+def run_list(cli: Cli) -> int:
+    args = cli.args
+    request = _list_request(args)
     listing: SessionList = _engine_result(cli, cli.engine().list_sessions(request))
     if cli.as_json:
         cli.print_json(listing.to_json())
@@ -146,39 +153,8 @@ def run_list(cli: Cli) -> int:
         hint = "" if args.all else " (archived sessions are left out; --all shows them)"
         console.print(f"No sessions match in {escape(where)}{hint}.", soft_wrap=True)
         return 0
-    piped = not console.is_terminal
-    if console.width >= WIDE or piped:
-        # piped (a file, grep, less): one row per session at whatever width it needs, the
-        # header row included; on a terminal, long titles fold within its width
-        fold: Any = None if piped else "fold"
-        if piped:
-            console.print(f"Sessions in {escape(where)}", soft_wrap=True)
-        table = Table(
-            title=None if piped else f"Sessions in {escape(where)}",
-            title_justify="left",
-            box=box.SIMPLE_HEAD if piped else box.HEAVY_HEAD,
-            pad_edge=not piped,
-            show_edge=not piped,
-        )
-        table.add_column("session", no_wrap=True)
-        table.add_column("status", no_wrap=True)
-        table.add_column("progress", no_wrap=True, justify="right")
-        table.add_column("title", overflow=fold, no_wrap=piped)
-        table.add_column("workflow", overflow=fold, no_wrap=piped)
-        table.add_column("active", no_wrap=True)
-        for s in listing.summaries:
-            table.add_row(
-                s.session_id,
-                _status(s),
-                _progress(s),
-                escape(s.display_title),
-                escape(s.workflow_id or "-"),
-                _ago(s.last_activity),
-            )
-        if piped:
-            print_whole(console, table, widest=True)
-        else:
-            console.print(table)
+    if console.width >= WIDE or not console.is_terminal:
+        _print_table(console, listing.summaries, where)
     else:
         console.print(f"Sessions in {escape(where)}", soft_wrap=True)
         for s in listing.summaries:
@@ -202,105 +178,48 @@ def run_list(cli: Cli) -> int:
     return 0
 
 
-# --- show --------------------------------------------------------------------------------
-
-
-def _first_line(text: str, width: int = 72) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= width else line[: width - 1] + "…"
-
-
-def print_whole(console: Console, renderable: Tree | Table, *, widest: bool = False) -> None:
-    """Print without splitting a word: on a terminal narrower than the longest id at its
-    depth, lines run past the edge (the terminal wraps them) instead of rich cutting an id
-    in two, so every id can still be copied whole. `widest`: as wide as the renderable
-    would like (a table's every cell on one line)."""
-    unbounded = console.options.update_width(10_000)
-    measured = Measurement.get(console, unbounded, renderable)
-    needed = measured.maximum if widest else measured.minimum
-    width = console.width
-    console.width = max(width, needed)  # print(width=…) may only narrow, never widen
-    try:
-        console.print(renderable)
-    finally:
-        console.width = width
-
-
-def session_tree(view: SessionView) -> Tree:
-    """The run DAG as a rich tree: nodes, edge kinds, checkpoints, forks, tips and notes."""
-    root = Tree(
-        f"[bold]{view.session_id}[/]  {escape(view.workflow_id)}  [cyan]{escape(view.status)}[/]  "
-        f"({counted(view.event_count, 'event')})"
+def _print_table(console: Console, summaries: Sequence[SessionSummary], where: str) -> None:
+    """Piped (a file, grep, less): one row per session at whatever width it needs, the
+    header row included; on a terminal, long titles fold within its width."""
+    piped = not console.is_terminal
+    fold: Any = None if piped else "fold"
+    if piped:
+        console.print(f"Sessions in {escape(where)}", soft_wrap=True)
+    table = Table(
+        title=None if piped else f"Sessions in {escape(where)}",
+        title_justify="left",
+        box=box.SIMPLE_HEAD if piped else box.HEAVY_HEAD,
+        pad_edge=not piped,
+        show_edge=not piped,
     )
-    for run in view.runs:
-        branch = root.add(
-            f"run [bold]{run.run_id}[/]  {escape(run.workflow_id)}  [cyan]{escape(run.status)}[/]"
-            f"  {run.workflow_hash}"
+    table.add_column("session", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("progress", no_wrap=True, justify="right")
+    table.add_column("title", overflow=fold, no_wrap=piped)
+    table.add_column("workflow", overflow=fold, no_wrap=piped)
+    table.add_column("active", no_wrap=True)
+    for s in summaries:
+        table.add_row(
+            s.session_id,
+            _status(s),
+            _progress(s),
+            escape(s.display_title),
+            escape(s.workflow_id or "-"),
+            _ago(s.last_activity),
         )
-        for node_id in run.roots:
-            _add_node(branch, run, node_id)
-    if not view.is_healthy:
-        reason = view.health.get("reason") or {}
-        root.add(
-            f"[red]health: {escape(str(view.health.get('kind')))}[/]"
-            + (
-                f" [dim]({escape(str(reason.get('code')))}: {escape(str(reason.get('message')))})[/]"
-                if reason
-                else ""
-            )
-        )
-    if not view.runs and view.is_healthy:
-        root.add("[dim]no runs[/]")
-    return root
+    if piped:
+        print_whole(console, table, widest=True)
+    else:
+        console.print(table)
 
 
-def _node_label(run: RunView, node: NodeView) -> str:
-    mark = _KIND_MARK.get(node.kind, "○")
-    parts = [
-        f"{mark} [bold]{escape(node.step_id or node.state)}[/]"
-        if node.step_id
-        else f"{mark} {escape(node.state)}"
-    ]
-    if node.kind != "step":
-        parts.append(f"[magenta]{node.kind}[/]")
-    if node.state == "blocked":
-        parts.append("[red]blocked[/]")
-    if node.edge_kind and node.edge_kind != "acked_step":
-        parts.append(f"[dim]via {node.edge_kind}[/]")
-    parts.append(f"[dim]{node.node_id}[/]")
-    if len(node.children) > 1:
-        parts.append(f"[magenta]fork ×{len(node.children)}[/]")
-    if node.node_id == run.preferred_tip:
-        parts.append("[green]◀ preferred tip[/]")
-    elif node.node_id in run.tips:
-        parts.append("[yellow]◀ tip[/]")
-    return "  ".join(parts)
-
-
-def _add_node(parent: Tree, run: RunView, node_id: str) -> None:
-    """A chain of single-child nodes stays at one level; only forks indent."""
-    current: str | None = node_id
-    while current is not None and current in run.nodes:
-        node = run.nodes[current]
-        branch = parent.add(_node_label(run, node))
-        for note in node.notes:
-            branch.add(f"[italic]notes:[/] {escape(_first_line(note))}")
-        if node.artifacts:
-            branch.add(f"[italic]artifacts:[/] {escape(str(node.artifacts))}")
-        children = [c for c in node.children if c in run.nodes]
-        if len(children) == 1:
-            current = children[0]
-            continue
-        for n, child in enumerate(children, 1):
-            kind = run.nodes[child].edge_kind or "edge"
-            _add_node(branch.add(f"[magenta]branch {n}[/] [dim]({kind})[/]"), run, child)
-        current = None
+# --- show --------------------------------------------------------------------------------
 
 
 def run_show(cli: Cli) -> int:
     engine = cli.engine()
     session_id: str = _engine_result(cli, engine.resolve_session(cli.args.session_id))
-    view = load_session(cli.backend(), session_id)
+    view = engine.session_view(session_id)
     summary = engine.session_summary(session_id)
     if not isinstance(summary, Failure) and view.is_healthy:
         view.take_statuses(summary.unwrap())
@@ -553,22 +472,8 @@ def run_sessions(cli: Cli) -> int:
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
-    sessions = subparsers.add_parser(
-        "sessions",
-        parents=[common],
-        help="list, search, follow and tidy sessions",
-        description=(
-            "List sessions, newest activity first, with status, progress and title. "
-            "Archived sessions are left out unless --all. Any unique start of a session id "
-            "works wherever an id is asked for."
-        ),
-    )
-    sessions.add_argument(
-        "--status",
-        action="append",
-        metavar="STATUS",
-        help=f"only this status (repeatable): {', '.join(RUN_STATUSES)} (pending works too)",
-    )
+    sessions = add_command(subparsers, common, "sessions", LIST_HELP, LIST_DESCRIPTION)
+    _status_flag(sessions, " (pending works too)")
     sessions.add_argument("--workflow", metavar="ID", help="only runs of this workflow id")
     sessions.add_argument("--search", metavar="TEXT", help="every word in the title or notes")
     sessions.add_argument("--workspace", metavar="PATH", help="only sessions of this workspace")
@@ -578,45 +483,45 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     sessions.add_argument("--cursor", metavar="CURSOR", help="the next page, as printed")
     sessions.add_argument("--all", action="store_true", help="include archived sessions")
     nested = sessions.add_subparsers(dest="sessions_command", metavar="COMMAND")
+    _register_subcommands(nested, common)
+    sessions.set_defaults(handler=run_sessions)
+    _friendly(sessions, sessions)
+    for sub in nested.choices.values():
+        _friendly(sub, sessions)
 
-    show = nested.add_parser("show", parents=[common], help="print a session's run DAG as a tree")
-    show.add_argument("session_id", metavar="SESSION")
 
-    for name, text in (
-        ("archive", "leave default lists and resume_session (kept, can be unarchived)"),
-        ("unarchive", "bring archived sessions back"),
-    ):
-        cmd = nested.add_parser(name, parents=[common], help=text)
-        cmd.add_argument("session_ids", metavar="SESSION", nargs="+")
-
-    delete = nested.add_parser("delete", parents=[common], help="delete sessions for good")
-    delete.add_argument("session_ids", metavar="SESSION", nargs="+")
-    delete.add_argument("--yes", action="store_true", help="do not ask")
-
-    prune = nested.add_parser(
-        "prune",
-        parents=[common],
-        help="delete old sessions, then collect content no kept session uses",
-    )
-    prune.add_argument("--older-than", metavar="AGE", help="required: e.g. 30d, 12h, 2w")
-    prune.add_argument(
+def _status_flag(parser: argparse.ArgumentParser, more: str = "") -> None:
+    parser.add_argument(
         "--status",
         action="append",
         metavar="STATUS",
-        help=f"only this status (repeatable): {', '.join(RUN_STATUSES)}",
+        help=f"only this status (repeatable): {', '.join(RUN_STATUSES)}{more}",
     )
-    prune.add_argument("--dry-run", action="store_true", help="say what would go; change nothing")
 
-    events = nested.add_parser(
-        "events", parents=[common], help="print a session's events (JSON lines with --json)"
+
+def _register_subcommands(nested: Any, common: argparse.ArgumentParser) -> None:
+    show = add_command(nested, common, "show", "print a session's run DAG as a tree")
+    show.add_argument("session_id", metavar="SESSION")
+    for name, text in (
+        ("archive", "leave default lists and resume_session (kept, can be unarchived)"),
+        ("unarchive", "bring archived sessions back"),
+        ("delete", "delete sessions for good"),
+    ):
+        cmd = add_command(nested, common, name, text)
+        cmd.add_argument("session_ids", metavar="SESSION", nargs="+")
+        if name == "delete":
+            cmd.add_argument("--yes", action="store_true", help="do not ask")
+    prune = add_command(
+        nested, common, "prune", "delete old sessions, then collect content no kept session uses"
+    )
+    prune.add_argument("--older-than", metavar="AGE", help="required: e.g. 30d, 12h, 2w")
+    _status_flag(prune)
+    prune.add_argument("--dry-run", action="store_true", help="say what would go; change nothing")
+    events = add_command(
+        nested, common, "events", "print a session's events (JSON lines with --json)"
     )
     events.add_argument("session_id", metavar="SESSION")
     events.add_argument("--since", metavar="N", help="start at eventIndex N (default 0)")
     events.add_argument("--limit", metavar="N", help="print at most N events (default: all)")
     events.add_argument("--follow", action="store_true", help="keep printing new events")
-
-    nested.add_parser("reindex", parents=[common], help="rebuild the session index from the logs")
-    sessions.set_defaults(handler=run_sessions)
-    _friendly(sessions, sessions)
-    for sub in nested.choices.values():
-        _friendly(sub, sessions)
+    add_command(nested, common, "reindex", "rebuild the session index from the logs")

@@ -12,7 +12,7 @@ from returns.result import Failure
 
 from workrail.core.text import screen_safe
 from workrail.core.wording import counted
-from workrail.engine.errors import workflow_invalid
+from workrail.engine.api import workflow_invalid
 from workrail.workflow.catalog import (
     Catalog,
     InvalidWorkflow,

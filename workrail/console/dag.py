@@ -15,7 +15,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Final
 
-from workrail.engine.sessions_view import NodeView, RunView
+from workrail.engine.api import NodeView, RunView
 
 FOLD_AT: Final = 8
 KEEP: Final = 2

@@ -8,8 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from workrail.console.security import Guard
-from workrail.engine.api import Engine
-from workrail.store.ports import Backend
+from workrail.engine.api import Backend, Engine
 from workrail.workflow.catalog import Catalog
 
 

@@ -35,7 +35,7 @@ from starlette.types import Receive, Scope, Send
 
 from workrail.console.security import stream_origin_ok
 from workrail.core.ids import is_session_id
-from workrail.store.ports import ChangeFeed, SessionWatch
+from workrail.engine.api import ChangeFeed, SessionWatch
 
 log = logging.getLogger("workrail.console")
 

@@ -35,9 +35,7 @@ from workrail.console.session_list import parse_list
 from workrail.core.events import EVENT_KINDS
 from workrail.core.ids import is_session_id
 from workrail.core.summary import RUN_STATUSES, SessionSummary
-from workrail.engine.session_inspect import SessionInspection, inspect_session
-from workrail.engine.sessions import EVENTS_PAGE_MAX
-from workrail.engine.sessions_view import UNHEALTHY_BANNER
+from workrail.engine.api import EVENTS_PAGE_MAX, UNHEALTHY_BANNER, SessionInspection
 
 NOTICES: Final = {
     "archived": "Archived: the session left the default list (it is kept, and can be unarchived).",
@@ -241,7 +239,7 @@ def _inspect(ctx: PageContext, request: Request, *, all_states: bool = True) -> 
     session_id = request.path_params["session_id"]
     _known_session(ctx, session_id)
     node_id = request.path_params.get("node_id")
-    inspection = inspect_session(ctx.deps.backend, session_id, node_id, all_states=all_states)
+    inspection = ctx.deps.engine.inspect_session(session_id, node_id, all_states=all_states)
     if not inspection.node_known:
         raise _not_found(f"Session {session_id} has no node {str(node_id)[:80]!r}.")
     return inspection

@@ -15,8 +15,7 @@ from typing import Final
 from urllib.parse import urlencode
 
 from workrail.core.summary import RUN_STATUSES, status_word
-from workrail.engine.sessions import ListRequest, decode_cursor, did_you_mean
-from workrail.store.ports import ArchivedFilter
+from workrail.engine.api import ArchivedFilter, ListRequest, decode_cursor, did_you_mean
 
 LIST_PAGE: Final = 50
 MAX_TEXT: Final = 256

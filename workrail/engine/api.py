@@ -1,7 +1,9 @@
 """The engine facade: token strings in, JSON-ready responses or error values out.
 
-Token parsing happens here so every use case receives verified, typed tokens; the MCP
-layer and the CLI call only this class.
+Token parsing happens here so every use case receives verified, typed tokens. This module
+is the transports' one door: `cli/`, `console/` and `mcp/` reach use cases only through
+`Engine`, and the types and limits they render only through the names re-exported below
+(an import-linter contract in pyproject.toml holds them to it).
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ from typing import Any
 
 from returns.result import Failure, Result, Success
 
-from workrail.bundle.errors import BundleError
+from workrail.bundle.errors import BundleError as BundleError
+from workrail.bundle.errors import ErrorCode, retry_for, to_envelope
+from workrail.bundle.validate import ValidatedBundle as ValidatedBundle
 from workrail.core.summary import SessionSummary
 from workrail.engine import advance as advance_uc
 from workrail.engine import bundles as bundles_uc
@@ -25,18 +29,49 @@ from workrail.engine import start as start_uc
 from workrail.engine import workflow_stats as stats_uc
 from workrail.engine import workflows as workflows_uc
 from workrail.engine.advance import AgentOutput
+from workrail.engine.bundles import Exported as Exported
+from workrail.engine.bundles import Imported as Imported
+from workrail.engine.bundles import read_bundle_file as read_bundle_file
+from workrail.engine.bundles import validate_bundle as validate_bundle
 from workrail.engine.context import validate_context
 from workrail.engine.deps import EngineDeps
-from workrail.engine.errors import EngineError, error
+from workrail.engine.errors import EngineError as EngineError
+from workrail.engine.errors import error as error
+from workrail.engine.errors import workflow_invalid as workflow_invalid
+from workrail.engine.imported import preferred_run as preferred_run
+from workrail.engine.lifecycle import LifecycleChange as LifecycleChange
+from workrail.engine.lifecycle import PruneRequest as PruneRequest
 from workrail.engine.loaded import CompiledCache
-from workrail.engine.sessions_view import all_session_ids
+from workrail.engine.migrate import migrate_stores as migrate_stores
+from workrail.engine.portable import MAX_RECORD_BYTES as MAX_RECORD_BYTES
+from workrail.engine.resume import QUERY_MAX as QUERY_MAX
+from workrail.engine.resume import ResumeRequest as ResumeRequest
+from workrail.engine.session_inspect import SessionInspection as SessionInspection
+from workrail.engine.session_inspect import inspect_session
+from workrail.engine.sessions import EVENTS_PAGE_MAX as EVENTS_PAGE_MAX
+from workrail.engine.sessions import ListRequest as ListRequest
+from workrail.engine.sessions import SessionList as SessionList
+from workrail.engine.sessions import decode_cursor as decode_cursor
+from workrail.engine.sessions import did_you_mean as did_you_mean
+from workrail.engine.sessions_view import UNHEALTHY_BANNER as UNHEALTHY_BANNER
+from workrail.engine.sessions_view import NodeView as NodeView
+from workrail.engine.sessions_view import RunView as RunView
+from workrail.engine.sessions_view import SessionView as SessionView
+from workrail.engine.sessions_view import all_session_ids, load_session
 from workrail.engine.workflow_stats import MetricStats as MetricStats
 from workrail.engine.workflow_stats import StepStats as StepStats
 from workrail.engine.workflow_stats import WorkflowStats as WorkflowStats
-from workrail.store.ports import ChangeFeed
+from workrail.store.ports import ArchivedFilter as ArchivedFilter
+from workrail.store.ports import Backend as Backend
+from workrail.store.ports import ChangeFeed as ChangeFeed
+from workrail.store.ports import SessionWatch as SessionWatch
 from workrail.tokens import StateToken, TokenError, check_advance_scope
 
 Response = Result[dict[str, Any], EngineError]
+BundleErrorCode = ErrorCode
+"""The closed set of bundle codes (BUNDLE_*, EXPORT_*, IMPORT_*)."""
+bundle_envelope = to_envelope
+bundle_retry_for = retry_for
 
 
 def _token_error(err: TokenError) -> EngineError:
@@ -241,13 +276,33 @@ class Engine:
     def any_session(self) -> Result[bool, EngineError]:
         return recap_uc.any_session(self.deps)
 
+    def session_view(self, session_id: str) -> SessionView:
+        """One session's run DAG, read-only; an unhealthy one shows its validated prefix."""
+        return load_session(self.deps, session_id)
+
+    def inspect_session(
+        self, session_id: str, node_id: str | None = None, *, all_states: bool = True
+    ) -> SessionInspection:
+        """One session with its events and, given `node_id`, that node's detail; never
+        writes. `all_states=False` reads the tips' states only."""
+        return inspect_session(self.deps, session_id, node_id, all_states=all_states)
+
+    # --- bundles (docs/bundles.md): one clock and one entropy source, the engine's ---
+
     def export_session(
         self, session_ref: str, *, app_version: str
-    ) -> Result[bundles_uc.Exported, BundleError | EngineError]:
+    ) -> Result[Exported, BundleError | EngineError]:
         return bundles_uc.export(self.deps, session_ref, app_version=app_version)
 
-    def import_session(self, raw: bytes) -> Result[bundles_uc.Imported, BundleError]:
-        return bundles_uc.import_bytes(self, raw)
+    def bundle_held_as(self, bundle: ValidatedBundle) -> Result[str | None, BundleError]:
+        """The id under which this store already holds exactly `bundle`'s session, or None
+        (an import again would only make a copy under a new id)."""
+        return bundles_uc.held_as(self.deps, bundle)
+
+    def import_session(self, bundle: bytes | ValidatedBundle) -> Result[Imported, BundleError]:
+        """A bundle (its file's bytes, or one `validate_bundle` passed) in as a new
+        session, with fresh tokens for each run."""
+        return bundles_uc.import_bytes(self, bundle)
 
     def _locate(self, token_or_node: str) -> tuple[str, str] | EngineError:
         if not token_or_node.startswith("node_"):

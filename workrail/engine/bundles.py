@@ -14,9 +14,10 @@ from returns.result import Failure, Result, Success
 
 from workrail.bundle.errors import BundleError
 from workrail.bundle.export import bundle_bytes, bundle_id_of, export_session, exported_at_of
-from workrail.bundle.import_ import ImportResult, import_validated
+from workrail.bundle.import_ import ImportResult, already_here, import_validated
+from workrail.bundle.import_ import read_bundle_file as read_bundle_file
 from workrail.bundle.models import Bundle
-from workrail.bundle.validate import validate_bytes
+from workrail.bundle.validate import ValidatedBundle, validate_bytes
 from workrail.core.ids import is_session_id
 from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError
@@ -85,13 +86,27 @@ class Imported:
     """`{sessionId, renamed, runs: [...]}` with fresh tokens per run (engine.imported)."""
 
 
-def import_bytes(engine: Engine, raw: bytes) -> Result[Imported, BundleError]:
-    """Validate everything before the store is touched, then store and mint tokens."""
-    validated = validate_bytes(raw)
-    if isinstance(validated, Failure):
-        return Failure(validated.failure())
+def validate_bundle(raw: bytes) -> Result[ValidatedBundle, BundleError]:
+    """Every check an import makes, on a bundle file's bytes; pure, so a shell can reject a
+    bad bundle before it opens a store (a brand-new one would get a keyring)."""
+    return validate_bytes(raw)
+
+
+def held_as(deps: EngineDeps, validated: ValidatedBundle) -> Result[str | None, BundleError]:
+    """The id under which the store already holds exactly this bundle's session, or None."""
+    return already_here(deps, validated)
+
+
+def import_bytes(engine: Engine, bundle: bytes | ValidatedBundle) -> Result[Imported, BundleError]:
+    """Validate everything before the store is touched (unless `bundle` already was), then
+    store it as a new session and mint tokens."""
+    if isinstance(bundle, bytes):
+        checked = validate_bundle(bundle)
+        if isinstance(checked, Failure):
+            return Failure(checked.failure())
+        bundle = checked.unwrap()
     deps = engine.deps
-    stored = import_validated(deps, validated.unwrap(), mint_session_id=lambda: deps.mint("sess"))
+    stored = import_validated(deps, bundle, mint_session_id=lambda: deps.mint("sess"))
     if isinstance(stored, Failure):
         return Failure(stored.failure())
     result = stored.unwrap()

@@ -47,6 +47,8 @@ class EngineDeps:
         codec: Codec,
         *,
         probe: WorkspaceProbe = NO_PROBE,
+        entropy: Callable[[int], bytes] = os.urandom,
+        clock: Callable[[], datetime] = utc_now,
     ) -> EngineDeps:
         return EngineDeps(
             sessions=backend.sessions,
@@ -58,6 +60,8 @@ class EngineDeps:
             query=backend.query,
             watch=backend.watch,
             probe=probe,
+            entropy=entropy,
+            clock=clock,
         )
 
     def mint(self, prefix: IdPrefix) -> str:

@@ -16,14 +16,20 @@ from typing import Any
 from returns.result import Failure, Result, Success
 
 from workrail import __version__
-from workrail.bundle.errors import BundleError, ErrorCode, retry_for, to_envelope
 from workrail.core.errors import envelope
-from workrail.engine.api import Engine
-from workrail.engine.errors import EngineError, error
-from workrail.engine.imported import preferred_run
+from workrail.engine.api import (
+    BundleError,
+    BundleErrorCode,
+    Engine,
+    EngineError,
+    bundle_envelope,
+    bundle_retry_for,
+    error,
+    preferred_run,
+)
 
 # The bundle layer's closed set, one definition for both layers.
-BundleToolCode = ErrorCode
+BundleToolCode = BundleErrorCode
 
 
 @dataclass(frozen=True)
@@ -36,11 +42,11 @@ class BundleToolError:
 
     @staticmethod
     def of(err: BundleError) -> BundleToolError:
-        return BundleToolError(err.code, err.message, to_envelope(err)["details"])
+        return BundleToolError(err.code, err.message, bundle_envelope(err)["details"])
 
     def to_envelope(self) -> dict[str, Any]:
         return envelope(
-            self.code, self.message, retry=retry_for(self.details), details=self.details
+            self.code, self.message, retry=bundle_retry_for(self.details), details=self.details
         )
 
 

@@ -21,7 +21,7 @@ from mcp_types import (
     TextContent,
 )
 
-from workrail.engine.resume import QUERY_MAX
+from workrail.engine.api import QUERY_MAX
 
 RESUME_PROMPT: Final = "resume"
 

@@ -10,9 +10,7 @@ from returns.result import Result
 
 from workrail.core.ids import SESSION_ID_RE
 from workrail.core.resume_rank import WHY_MATCHED
-from workrail.engine.api import Engine
-from workrail.engine.errors import EngineError
-from workrail.engine.resume import QUERY_MAX, ResumeRequest
+from workrail.engine.api import QUERY_MAX, Engine, EngineError, ResumeRequest
 from workrail.mcp.output_schemas import NEXT_CALL, SESSION_ID, STATE_TOKEN
 from workrail.mcp.schemas import ToolSpec, _annotations, _object
 

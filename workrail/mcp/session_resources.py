@@ -16,8 +16,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, Resource, ResourceTemplate
 from returns.result import Failure
 
-from workrail.engine.api import Engine
-from workrail.engine.errors import EngineError
+from workrail.engine.api import Engine, EngineError
 from workrail.mcp.validation import clip
 
 SESSION_URI_PREFIX: Final = "workrail://sessions/"

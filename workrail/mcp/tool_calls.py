@@ -13,8 +13,7 @@ from typing import Any
 
 from returns.result import Failure, Result
 
-from workrail.engine.api import Engine
-from workrail.engine.errors import EngineError, error
+from workrail.engine.api import Engine, EngineError, error
 from workrail.mcp.bundles import BundleToolError, export_tool, import_tool
 from workrail.mcp.normalize import normalize_arguments
 from workrail.mcp.resume_tool import RESUME_SESSION, resume_handler

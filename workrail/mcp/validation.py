@@ -22,7 +22,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 
-from workrail.engine.errors import EngineError
+from workrail.engine.api import EngineError
 from workrail.mcp.resume_tool import RESUME_SESSION
 from workrail.mcp.schemas import CONTINUE_WORKFLOW, TOOLS, ToolSpec
 

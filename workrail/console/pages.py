@@ -36,6 +36,7 @@ from workrail.core.events import EVENT_KINDS
 from workrail.core.ids import is_session_id
 from workrail.core.summary import RUN_STATUSES, SessionSummary
 from workrail.engine.api import EVENTS_PAGE_MAX, UNHEALTHY_BANNER, SessionInspection
+from workrail.http_body import read_at_most
 
 NOTICES: Final = {
     "archived": "Archived: the session left the default list (it is kept, and can be unarchived).",
@@ -156,13 +157,9 @@ async def read_small_form(request: Request) -> FormData | Response:
         declared = int(request.headers.get("content-length", "0"))
     except ValueError:
         return PlainTextResponse("Bad Content-Length.", status_code=400)
-    if declared > MAX_FORM_BYTES:
+    body = await read_at_most(request, MAX_FORM_BYTES) if declared <= MAX_FORM_BYTES else None
+    if body is None:
         return too_big
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_FORM_BYTES:
-            return too_big
     try:
         fields: list[tuple[str, str | UploadFile]] = list(
             parse_qsl(

@@ -26,6 +26,7 @@ from workrail.fence.describe import ENDPOINT, describe_document
 from workrail.fence.errors import FenceError
 from workrail.fence.render import iso_ms
 from workrail.fence.service import FenceService, Reply, error_reply
+from workrail.http_body import read_at_most
 
 MAX_BODY_BYTES: Final = 16 * 1024
 LOOPBACK_ORIGIN_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -80,19 +81,6 @@ def _response(reply: Reply) -> JSONResponse:
     return JSONResponse(reply.body, status_code=reply.status, headers=headers)
 
 
-async def _read_at_most(request: Request, limit: int) -> bytes | None:
-    """The body, or None as soon as it is known to exceed `limit` (never buffered whole)."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        return None
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            return None
-    return bytes(body)
-
-
 def fence_routes(service: FenceService) -> list[Route]:
     """GET/POST /v1/tools/workflow-checkpoint for `service`."""
 
@@ -109,7 +97,7 @@ def fence_routes(service: FenceService) -> list[Route]:
         refused = _refused(request, post=True)
         if refused is not None:
             return refused
-        raw = await _read_at_most(request, MAX_BODY_BYTES)
+        raw = await read_at_most(request, MAX_BODY_BYTES)
         if raw is None:
             return _response(
                 error_reply(FenceError("INVALID_INPUT", "Request body is larger than 16 KiB."))

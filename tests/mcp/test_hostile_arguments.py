@@ -15,7 +15,7 @@ from mcp import Client
 
 from tests.mcp.conftest import fail, ok
 from workrail.engine.errors import EngineError
-from workrail.mcp import server as server_module
+from workrail.mcp import tool_calls as tool_calls_module
 from workrail.mcp.validation import MAX_REPORTED_KEYS, validate_arguments
 
 pytestmark = pytest.mark.anyio
@@ -80,7 +80,7 @@ async def test_validation_runs_off_the_event_loop(
             release.wait(timeout=10)
         return real(tool, arguments, *rest)
 
-    monkeypatch.setattr(server_module, "validate_arguments", held)
+    monkeypatch.setattr(tool_calls_module, "validate_arguments", held)
     finished: list[str] = []
 
     async def big() -> None:

@@ -12,7 +12,6 @@ from returns.result import Failure
 
 from workrail.core.text import screen_safe
 from workrail.core.wording import counted
-from workrail.engine.api import workflow_invalid
 from workrail.workflow.catalog import (
     Catalog,
     InvalidWorkflow,
@@ -349,6 +348,10 @@ def run_show(
     if isinstance(resolved, Failure):
         invalid = [b for b in catalog.invalid if b.workflow_id == args.workflow_id]
         if invalid and report is not None:
+            # imported here: engine.api loads the whole engine (0.5 s), which `validate`
+            # and `workflows` never need
+            from workrail.engine.api import workflow_invalid
+
             first = invalid[0]
             problems = [p.to_json() for p in first.problems]
             answer = workflow_invalid(args.workflow_id, str(first.path), problems)

@@ -26,7 +26,7 @@ from typing import Any
 
 from mcp import Client
 
-from workrail.app import build_engine
+from workrail.app import build_engine, open_backend
 from workrail.config import Overrides, load_config
 from workrail.engine.api import Engine
 from workrail.mcp import build_server
@@ -327,6 +327,10 @@ def _replace_placeholders(
     return supplied
 
 
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
 @asynccontextmanager
 async def workrail_client(
     tmp: Path,
@@ -334,14 +338,14 @@ async def workrail_client(
     *,
     include_bundled: bool = False,
     env: Mapping[str, str] | None = None,
+    on_disk: bool = False,
 ) -> AsyncIterator[Client]:
     """The MCP server `workrail mcp` builds, configured for a fresh data directory under
-    `tmp` but on the in-memory store, serving the workflows of `workflow_dirs` (and the
-    bundled ones if asked)."""
-    async with workrail_server(tmp, workflow_dirs, include_bundled=include_bundled, env=env) as (
-        client,
-        _engine,
-    ):
+    `tmp` but on the in-memory store (`on_disk`: on the files there), serving the
+    workflows of `workflow_dirs` (and the bundled ones if asked)."""
+    async with workrail_server(
+        tmp, workflow_dirs, include_bundled=include_bundled, env=env, on_disk=on_disk
+    ) as (client, _engine):
         yield client
 
 
@@ -352,6 +356,7 @@ async def workrail_server(
     *,
     include_bundled: bool = False,
     env: Mapping[str, str] | None = None,
+    on_disk: bool = False,
 ) -> AsyncIterator[tuple[Client, Engine]]:
     """`workrail_client` plus the engine behind it, for looking at what was stored."""
     environment = {
@@ -368,8 +373,10 @@ async def workrail_server(
         home=home,
         cwd=tmp,
     ).unwrap()
-    # The in-memory store: these runs are about workflows and the agent's path through
-    # them, not storage (which the store contract suites cover on every backend).
-    engine = build_engine(config, MemoryBackend.open(lambda: datetime.now(UTC))).unwrap()
+    # The in-memory store unless the test serves one data directory twice: these runs are
+    # about workflows and the agent's path through them, not storage (which the store
+    # contract suites cover on every backend).
+    backend = open_backend(config).unwrap() if on_disk else MemoryBackend.open(_now)
+    engine = build_engine(config, backend).unwrap()
     async with Client(build_server(engine), raise_exceptions=True) as client:
         yield client, engine

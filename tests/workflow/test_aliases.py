@@ -69,7 +69,7 @@ async def test_a_session_on_a_former_workflow_keeps_its_pinned_definition(
     tmp_path: Path,
 ) -> None:
     notes = "Goal, files, open questions: none; size small. " * 3
-    async with workrail_client(tmp_path, [LEGACY]) as before:
+    async with workrail_client(tmp_path, [LEGACY], on_disk=True) as before:
         started = await tool_answer(before, "start_workflow", {"workflowId": "coding-task"})
         assert started["pending"]["stepId"] == "understand"
         params = {**started["nextCall"]["params"], "output": {"notesMarkdown": notes}}
@@ -77,7 +77,7 @@ async def test_a_session_on_a_former_workflow_keeps_its_pinned_definition(
         advanced = await tool_answer(before, "continue_workflow", params)
         assert advanced["pending"]["stepId"] == "plan"
     # The same data directory, now served the library alone: the former file is gone.
-    async with workrail_client(tmp_path, include_bundled=True) as after:
+    async with workrail_client(tmp_path, include_bundled=True, on_disk=True) as after:
         rehydrated = await tool_answer(
             after,
             "continue_workflow",

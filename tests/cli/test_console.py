@@ -192,11 +192,13 @@ def test_serve_mounts_the_console_at_slash_console(data_dir: Path) -> None:
         cookie = redirect.value.headers["set-cookie"]
         assert "Path=/console" in cookie
         assert "HttpOnly" in cookie
+        redirect.value.close()
         refused = urllib.request.Request(base, headers={"Host": "evil.example"})
         with pytest.raises(urllib.error.HTTPError) as error:  # a foreign Host is refused
             urllib.request.urlopen(refused, timeout=10)
         error.value.close()
         assert error.value.code == 421
+        error.value.close()
         stream = urllib.request.urlopen(base + "live", timeout=10)
         assert stream.readline().startswith(b"retry:")
         proc.send_signal(signal.SIGINT)

@@ -1,16 +1,21 @@
-"""The incremental summary answers exactly what the from-scratch projection does.
+"""The summary kept incrementally answers exactly what the projection's definition does.
 
 Random sessions are grown event by event — several runs, advances from any node (forks),
 nodes whose edge never comes, blocked attempts, notes on any node (some superseding
 others, some long enough to fill the corpus budget), context titles, gaps that resolve
-each other, observations, autonomy changes — and after every step the accumulator (one
-per session, folding only what is new, as a store keeps it) must equal `summarize` over
-the whole log. The preferred tip is checked against spec 70 §2 computed literally.
+each other, observations, autonomy changes — and after every step (or at random points)
+the accumulator (one per session, folding only what is new, as a store keeps it) must
+equal the definition read literally over the whole log (`literally`, below: every event
+scanned, every path walked), and at the end a fresh accumulator folding the whole log at
+once (`summarize`) must answer the same. The preferred tip is checked against spec 70 §2
+computed literally.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,19 +24,16 @@ from hypothesis import strategies as st
 
 from tests.store.plans import WF_HASH, _event, new_id, snapshot_ref
 from workrail.core import dedupe
-from workrail.core.events import DomainEvent
+from workrail.core import summary_runs as parts
+from workrail.core.budgets import truncate_utf8
+from workrail.core.events import DomainEvent, GapRecorded, ObservationRecorded
 from workrail.core.health import HEALTHY
 from workrail.core.lifecycle import SessionLifecycle
-from workrail.core.session_index import SessionIndex
-from workrail.core.summary import (
-    SessionFacts,
-    SessionSummary,
-    TipState,
-    WorkflowFacts,
-    needs,
-    summarize,
-)
-from workrail.core.summary_accumulator import SummaryAccumulator
+from workrail.core.session_index import ProjectionError, SessionIndex
+from workrail.core.summary import RunSummary, SessionSummary
+from workrail.core.summary_accumulator import SummaryAccumulator, summarize
+from workrail.core.summary_facts import SessionFacts, TipState, WorkflowFacts, needs
+from workrail.core.text import tokens
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 WF = WorkflowFacts("Probe Flow", {"plan": "Plan", "build": "Build", "verify": "Verify"})
@@ -221,17 +223,96 @@ class Grown:
 
 
 def incremental(acc: SummaryAccumulator, facts: SessionFacts) -> SessionSummary:
-    assert facts.index is not None
-    return acc.summarize(
-        facts.session_id,
-        facts.events,
-        facts.index,
-        health=facts.health,
-        last_activity=facts.last_activity,
-        lifecycle=facts.lifecycle,
-        tips=facts.tips,
-        workflows=facts.workflows,
-    )
+    return acc.summarize(facts)
+
+
+# --- the definition, read literally ----------------------------------------------------
+
+
+def literally(facts: SessionFacts) -> SessionSummary:
+    """The projection as spec 70 defines it, O(session): gaps, observations and the title
+    from a scan of every event, each run's notes from a walk of its whole path."""
+    index = facts.index
+    assert index is not None
+    gaps = unresolved_critical_gaps(facts.events)
+    runs: list[RunSummary] = []
+    for run_id in index.runs:
+        tip = index.preferred_tip_by_scoring(run_id)
+        activity = index.runs[run_id].started.eventIndex
+        if tip is not None:
+            activity = max(index.last_activity[n] for n in index.ancestors(tip))
+        found = gaps.get(run_id, [])
+        blocking = any(g.data.reason.category in parts.BLOCKING_GAP_CATEGORIES for g in found)
+        summary = parts.run_summary(
+            index, run_id, tip, activity, facts, gaps=bool(found), blocking_gap=blocking
+        )
+        notes = path_notes(index, tip) if tip is not None else []
+        if notes:
+            summary = replace(summary, snippet=truncate_utf8(notes[-1], parts.SNIPPET_MAX_BYTES))
+        runs.append(summary)
+    parts.sort_runs(index, runs)
+    first = next((line for line in map(parts.notes_line, facts.events) if line), None)
+    title = parts.session_title(index, runs, first)
+    observations = latest_observations(facts.events)
+    words = corpus(title, index, runs)
+    return parts.session_summary(facts, runs, title, observations=observations, words=words)
+
+
+def unresolved_critical_gaps(events: Sequence[DomainEvent]) -> dict[str, list[GapRecorded]]:
+    """Spec 70 §6, per run: the latest record per gapId, minus those another resolves."""
+    latest: dict[str, GapRecorded] = {}
+    resolved: set[str] = set()
+    for event in events:
+        if isinstance(event, GapRecorded):
+            latest[event.data.gapId] = event
+            target = event.data.resolution.resolvesGapId
+            if event.data.resolution.kind == "resolves" and target:
+                resolved.add(target)
+    out: dict[str, list[GapRecorded]] = {}
+    for gap_id, gap in latest.items():
+        data = gap.data
+        open_critical = data.resolution.kind == "unresolved" and data.severity == "critical"
+        if open_critical and gap_id not in resolved:
+            out.setdefault(gap.run_id, []).append(gap)
+    return out
+
+
+def latest_observations(events: Sequence[DomainEvent]) -> dict[str, str]:
+    """The value of the highest event index per shown observation key."""
+    found: dict[str, tuple[int, str]] = {}
+    for event in events:
+        if isinstance(event, ObservationRecorded) and event.data.key in parts.OBSERVATION_KEYS:
+            previous = found.get(event.data.key)
+            if previous is None or previous[0] <= event.eventIndex:
+                found[event.data.key] = (event.eventIndex, event.data.value.value)
+    return {key: value for key, (_, value) in found.items()}
+
+
+def path_notes(index: SessionIndex, tip: str) -> list[str]:
+    """Current recap notes on the root → tip path, oldest first."""
+    try:
+        path = list(reversed(index.ancestors(tip)))
+    except ProjectionError:
+        return []
+    return [
+        note for node_id in path for note in parts.current_notes(index.outputs.get(node_id, ()))
+    ]
+
+
+def corpus(title: str | None, index: SessionIndex, runs: Sequence[RunSummary]) -> frozenset[str]:
+    """The distinct tokens of the head and of every run's path notes — whole notes, newest
+    first, runs in order — while the tokens counted stay within parts.CORPUS_MAX_TOKENS."""
+    head = parts.corpus_head(title, runs)
+    words = set(head)
+    room = parts.CORPUS_MAX_TOKENS - len(head)
+    for run in runs:
+        for notes in reversed(path_notes(index, run.preferred_tip) if run.preferred_tip else []):
+            found = tokens(notes)
+            if len(found) > room:
+                return frozenset(words)
+            room -= len(found)
+            words.update(found)
+    return frozenset(words)
 
 
 text = st.builds(
@@ -307,12 +388,13 @@ def test_the_accumulator_answers_what_summarize_answers(
             s.observe(pick)
         if every_step or name == "summarize":
             facts = s.facts()
-            assert incremental(acc, facts) == summarize(facts)
+            assert incremental(acc, facts) == literally(facts)
         for run in s.runs:
             assert s.index.preferred_tip(run) == s.index.preferred_tip_by_scoring(run)
     facts = s.facts()
-    assert incremental(acc, facts) == summarize(facts)
-    assert incremental(SummaryAccumulator(), facts) == summarize(facts)
+    answer = incremental(acc, facts)
+    assert answer == literally(facts)
+    assert summarize(facts) == answer
 
 
 def test_a_long_linear_session_keeps_only_the_newest_notes_that_fit() -> None:

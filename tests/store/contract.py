@@ -576,6 +576,8 @@ class BackendContract:
         assert only(text="number3 SHARED") & ours == {sids[3]}
         assert only(text="shared") & ours == set(sids)
         assert only(text="nowhere-to-be-found") == set()
+        # a session id is no word of a session's title or notes (ids are looked up apart)
+        assert only(text=f"shared {sids[2]}") & ours == set()
         assert val in only(statuses=frozenset({"in_progress"}))
         assert only(statuses=frozenset({"complete"})) & ours == set()
         future = datetime.now(UTC) + timedelta(days=1)

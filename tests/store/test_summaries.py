@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workrail.core.summary import TipState
+from workrail.core.summary_facts import TipState
 from workrail.core.weighted_lru import WeightedLru
 from workrail.store.summaries import TIP_CACHE_WEIGHT, tip_weight
 

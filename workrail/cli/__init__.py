@@ -69,21 +69,17 @@ def _global_flags(*, top_level: bool) -> argparse.ArgumentParser:
         help=f"session store: postgresql://… (default ${STORE_URL_ENV}, else files in the "
         "data directory)",
     )
-    flags.add_argument(
-        "--workflows",
-        dest="global_workflows" if top_level else "workflows",
-        metavar="DIR",
-        action="append",
-        default=argparse.SUPPRESS,
-        help="extra workflow directory (repeatable; after $WORKFLOW_STORAGE_PATH)",
+    _directories_flag(
+        flags,
+        "workflows",
+        top_level,
+        "extra workflow directory (repeatable; after $WORKFLOW_STORAGE_PATH)",
     )
-    flags.add_argument(
-        "--library",
-        dest="global_library" if top_level else "library",
-        metavar="DIR",
-        action="append",
-        default=argparse.SUPPRESS,
-        help="workflow library directory with the bundled workflows' rights: may use the "
+    _directories_flag(
+        flags,
+        "library",
+        top_level,
+        "workflow library directory with the bundled workflows' rights: may use the "
         "wr. namespace and replaces a bundled workflow of the same id (repeatable; after "
         "$WORKFLOW_LIBRARY_PATH). With validate: files to check as library files",
     )
@@ -91,6 +87,21 @@ def _global_flags(*, top_level: bool) -> argparse.ArgumentParser:
         "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output"
     )
     return flags
+
+
+def _directories_flag(
+    flags: argparse.ArgumentParser, name: str, top_level: bool, help_text: str
+) -> None:
+    """A repeatable `--NAME DIR`; given before the subcommand it lands in `global_NAME`,
+    so the subcommand's own copy cannot reset it."""
+    flags.add_argument(
+        f"--{name}",
+        dest=f"global_{name}" if top_level else name,
+        metavar="DIR",
+        action="append",
+        default=argparse.SUPPRESS,
+        help=help_text,
+    )
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:

@@ -185,7 +185,7 @@ def _decision(decision: str) -> list[dict[str, Any]]:
     return [{"kind": "wr.loop_control", "loopId": "test-loop", "decision": decision}]
 
 
-async def _script(client: Client, report: Report) -> str:
+async def _discover(client: Client, report: Report) -> None:
     report.section("Discover")
     listed = await _call(client, report, "list_workflows", {})
     ids = [w["workflowId"] for w in listed["workflows"]]
@@ -201,6 +201,9 @@ async def _script(client: Client, report: Report) -> str:
         inspected["compiled"].get("preview", {}).get("stepId") == "triage",
     )
 
+
+async def _start(client: Client, report: Report) -> dict[str, Any]:
+    """Start, then walk the context-gathering routine up to the plan."""
     report.section("Start and advance")
     r = await _call(client, report, "start_workflow", {"workflowId": WORKFLOW_ID, "context": {}})
     report.session_id = str(r.get("sessionId") or "")
@@ -212,7 +215,10 @@ async def _script(client: Client, report: Report) -> str:
         report.check(f"the context-gathering routine → pending '{step}'", _pending(r) == step)
         r = await _advance(client, report, r, NOTES[step])
     report.check("routine done → pending 'plan'", _pending(r) == "plan", str(_pending(r)))
+    return r
 
+
+async def _checkpoint(client: Client, report: Report, r: dict[str, Any]) -> None:
     report.section("Checkpoint before risky work")
     ckpt = await _call(
         client, report, "checkpoint_workflow", {"checkpointToken": r["checkpointToken"]}
@@ -228,6 +234,9 @@ async def _script(client: Client, report: Report) -> str:
     )
     report.check("checkpoint does not advance", again["stateToken"] == r["stateToken"])
 
+
+async def _plan(client: Client, report: Report, r: dict[str, Any]) -> dict[str, Any]:
+    """A blocked plan, its one-call retry, then a replay of the blocked call's ack."""
     report.section("Validation block, then the one-call retry")
     blocked = await _advance(client, report, r, "Plan: do it.")
     issues = blocked.get("validation", {}).get("issues", [])
@@ -257,7 +266,11 @@ async def _script(client: Client, report: Report) -> str:
     )
     warned = [w.get("code") for w in replay.get("warnings", [])]
     report.check("the different output is flagged, not recorded", "OUTPUT_NOT_RECORDED" in warned)
+    return r
 
+
+async def _slices(client: Client, report: Report, r: dict[str, Any]) -> dict[str, Any]:
+    """The loop over the plan's slices, then a rehydrate and a tampered token."""
     report.section("Loop over the plan's slices")
     for n in (1, 2):
         r = await _advance(client, report, r, NOTES["implement-slice"])
@@ -289,7 +302,10 @@ async def _script(client: Client, report: Report) -> str:
         bad.get("message", ""),
     )
     report.console.print_json(json.dumps(bad))
+    return r
 
+
+async def _tests(client: Client, report: Report, r: dict[str, Any]) -> dict[str, Any]:
     report.section("Tests until green (a loop decided by an artifact)")
     r = await _advance(client, report, r, "`pytest` → 41 passed, 1 failed.", {"testsFailing": 1})
     r = await _advance(client, report, r, NOTES["run-tests__read"])
@@ -308,7 +324,10 @@ async def _script(client: Client, report: Report) -> str:
         _pending(r) == "verify__criteria",
         str(_pending(r)),
     )
+    return r
 
+
+async def _finish(client: Client, report: Report, r: dict[str, Any]) -> None:
     report.section("Verify, hand off, complete")
     r = await _advance(client, report, r, NOTES["verify__criteria"], {"verificationPassed": True})
     r = await _advance(client, report, r, NOTES["verify__loose-ends"])
@@ -323,6 +342,17 @@ async def _script(client: Client, report: Report) -> str:
         "workflow complete",
         r.get("isComplete") is True and r.get("nextIntent") == "complete" and r["nextCall"] is None,
     )
+
+
+async def _script(client: Client, report: Report) -> str:
+    """The agent's run, section by section; each section hands the latest response on."""
+    await _discover(client, report)
+    r = await _start(client, report)
+    await _checkpoint(client, report, r)
+    r = await _plan(client, report, r)
+    r = await _slices(client, report, r)
+    r = await _tests(client, report, r)
+    await _finish(client, report, r)
     return report.session_id
 
 
@@ -412,10 +442,42 @@ def _clean(data_dir: Path) -> str:
     return f"removed {data_dir}"
 
 
-def run_demo(cli: Cli) -> int:
-    """Exit 0 only if every expectation held."""
+def _run(report: Report, env: Mapping[str, str]) -> str | None:
+    """None when every check held, else why the run stopped."""
+    try:
+        import anyio
+
+        anyio.run(drive, report, env)
+    except Exception as exc:  # a failed check, or the server or transport broke
+        return _reason(exc)
+    return None
+
+
+def _print_dag(console: Console, data_dir: Path, session_id: str) -> None:
     from workrail.cli.sessions import print_whole, session_tree
 
+    if session_id:
+        view = load_session(demo_backend(data_dir), session_id)
+        console.print("\n[bold cyan]▶ The session's run DAG[/]")
+        print_whole(console, session_tree(view))
+
+
+def _print_kept(console: Console, cleaned: str | None, commands: list[str]) -> None:
+    """What became of the data: removed by --clean, or kept with the commands that show it."""
+    if cleaned is not None:
+        console.print(f"[dim]--clean: {escape(cleaned)}[/]", soft_wrap=True)
+        return
+    console.print("\nThe session is kept. Look at it with:")
+    for command in commands:
+        console.print(f"  {command}", markup=False, soft_wrap=True)
+    console.print(
+        f"[dim]`{escape(program())} demo --clean` removes a demo's data when it ends.[/]",
+        soft_wrap=True,
+    )
+
+
+def run_demo(cli: Cli) -> int:
+    """Exit 0 only if every expectation held."""
     as_json = cli.as_json
     if cli.args.clean and getattr(cli.args, "data_dir", None):
         return cli.input_error(
@@ -431,18 +493,9 @@ def run_demo(cli: Cli) -> int:
         f"`workrail mcp` (stdio)\n[dim]data directory: {data_dir}[/]"
     )
     report = Report(console, data_dir)
-    failure: str | None = None
-    try:
-        import anyio
-
-        anyio.run(drive, report, cli.env)
-    except Exception as exc:  # a failed check, or the server or transport broke
-        failure = _reason(exc)
+    failure = _run(report, cli.env)
     session_id = report.session_id
-    if session_id:
-        view = load_session(demo_backend(data_dir), session_id)
-        console.print("\n[bold cyan]▶ The session's run DAG[/]")
-        print_whole(console, session_tree(view))
+    _print_dag(console, data_dir, session_id)
     ok = failure is None
     console.print(
         "\n[bold green]Demo passed[/]: every step behaved as expected."
@@ -451,16 +504,7 @@ def run_demo(cli: Cli) -> int:
     )
     commands = look_commands(data_dir, session_id)
     cleaned = _clean(data_dir) if cli.args.clean and made else None
-    if cleaned is not None:
-        console.print(f"[dim]--clean: {escape(cleaned)}[/]", soft_wrap=True)
-    else:
-        console.print("\nThe session is kept. Look at it with:")
-        for command in commands:
-            console.print(f"  {command}", markup=False, soft_wrap=True)
-        console.print(
-            f"[dim]`{escape(program())} demo --clean` removes a demo's data when it ends.[/]",
-            soft_wrap=True,
-        )
+    _print_kept(console, cleaned, commands)
     if not ok:
         console.print(
             "Next: the check above says what went wrong; run with --json for every check, "

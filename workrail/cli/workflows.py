@@ -78,9 +78,6 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 def run_validate(args: argparse.Namespace, out: TextIO, as_json: bool) -> int:
     """Exit 0 only when every file is valid; 2 when a path does not exist (or none is
     given). Files named with `--library` are checked with a library's rights."""
-    bundled = bundled_workflows_dir()
-    results: list[LoadedWorkflow | InvalidWorkflow] = []
-    missing: list[str] = []
     library = [
         *(getattr(args, "global_library", None) or ()),
         *(getattr(args, "library", None) or ()),
@@ -89,28 +86,7 @@ def run_validate(args: argparse.Namespace, out: TextIO, as_json: bool) -> int:
     if not named:
         out.write("Nothing to validate: name workflow files or directories (PATH or --library).\n")
         return 2
-    for raw_path, in_library in named:
-        path = Path(raw_path)
-        if path.is_dir():
-            files = sorted(p for p in path.iterdir() if p.suffix == ".json" and p.is_file())
-            routines_dir = path / "routines"
-            if routines_dir.is_dir():
-                files += sorted(p for p in routines_dir.iterdir() if p.suffix == ".json")
-        elif path.exists():
-            files = [path]
-        else:
-            missing.append(raw_path)
-            continue
-        for file in files:
-            in_bundled = bundled is not None and file.resolve().parent in (
-                bundled.resolve(),
-                (bundled / "routines").resolve(),
-            )
-            origin: SourceOrigin = (
-                "bundled" if in_bundled else "library" if in_library else "custom"
-            )
-            routines = _routines_for(file, origin, bundled)
-            results.append(load_file(read_workflow_file(file, origin), routines))
+    results, missing = _load_named(named)
     ok = not missing and all(isinstance(r, LoadedWorkflow) for r in results)
     # Warnings are printed beside the verdict and never change it (nor exit code, nor hash).
     warned = [_warnings(r) for r in results]
@@ -125,46 +101,96 @@ def run_validate(args: argparse.Namespace, out: TextIO, as_json: bool) -> int:
         }
         out.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     else:
-        for name in missing:
-            out.write(screen_safe(f"MISSING  {name}: no such file or directory\n"))
-        for r, warnings in zip(results, warned, strict=True):
-            if isinstance(r, LoadedWorkflow):
-                out.write(
-                    screen_safe(
-                        f"OK       {r.path}  ({r.workflow_id}, {r.pinned().workflow_hash()})\n"
-                    )
-                )
-                newer = [c for c in r.constructs() if c.since != "v1.4.0"]
-                if newer:
-                    out.write("    uses: " + "; ".join(_construct_text(c) for c in newer) + "\n")
-                else:
-                    out.write("    uses: WorkRail v1.4.0 constructs only\n")
-            else:
-                out.write(
-                    screen_safe(f"INVALID  {r.path}  ({counted(len(r.problems), 'problem')})\n")
-                )
-                for p in r.problems:
-                    out.write(screen_safe(f"    {p.code}  {p.line()}\n"))
-            for w in warnings:
-                out.write(screen_safe(f"    WARNING {w.code}  {w.line()}\n"))
-        valid = sum(isinstance(r, LoadedWorkflow) for r in results)
-        out.write(f"{valid}/{len(results)} valid\n")
-        warning_count = sum(len(w) for w in warned)
-        if warning_count:
-            out.write(
-                f"{counted(warning_count, 'warning')}: valid as written, but most likely "
-                "not what was meant; each fix follows the dash.\n"
-            )
-        if missing:
-            out.write("Next: check the paths above, then run `workrail validate` again.\n")
-        elif not ok:
-            out.write(
-                "Next: fix each problem at its JSON path (its fix follows the dash), then run "
-                "`workrail validate` again.\n"
-            )
+        _print_validation(out, results, warned, missing)
     if missing:
         return 2
     return 0 if ok else 1
+
+
+def _load_named(
+    named: list[tuple[str, bool]],
+) -> tuple[list[LoadedWorkflow | InvalidWorkflow], list[str]]:
+    """Each named file (a directory: its files, then its routines/ folder's) loaded, and
+    the paths that do not exist."""
+    bundled = bundled_workflows_dir()
+    results: list[LoadedWorkflow | InvalidWorkflow] = []
+    missing: list[str] = []
+    for raw_path, in_library in named:
+        files = _files_at(Path(raw_path))
+        if files is None:
+            missing.append(raw_path)
+            continue
+        for file in files:
+            origin = _origin(file, in_library, bundled)
+            routines = _routines_for(file, origin, bundled)
+            results.append(load_file(read_workflow_file(file, origin), routines))
+    return results, missing
+
+
+def _files_at(path: Path) -> list[Path] | None:
+    """The workflow files `path` names; None when it does not exist."""
+    if path.is_dir():
+        files = sorted(p for p in path.iterdir() if p.suffix == ".json" and p.is_file())
+        routines_dir = path / "routines"
+        if routines_dir.is_dir():
+            files += sorted(p for p in routines_dir.iterdir() if p.suffix == ".json")
+        return files
+    if path.exists():
+        return [path]
+    return None
+
+
+def _origin(file: Path, in_library: bool, bundled: Path | None) -> SourceOrigin:
+    """A file of the bundled folder keeps the bundled rights wherever it was named from."""
+    in_bundled = bundled is not None and file.resolve().parent in (
+        bundled.resolve(),
+        (bundled / "routines").resolve(),
+    )
+    return "bundled" if in_bundled else "library" if in_library else "custom"
+
+
+def _print_validation(
+    out: TextIO,
+    results: list[LoadedWorkflow | InvalidWorkflow],
+    warned: list[list[LintWarning]],
+    missing: list[str],
+) -> None:
+    for name in missing:
+        out.write(screen_safe(f"MISSING  {name}: no such file or directory\n"))
+    for r, warnings in zip(results, warned, strict=True):
+        _print_result(out, r)
+        for w in warnings:
+            out.write(screen_safe(f"    WARNING {w.code}  {w.line()}\n"))
+    valid = sum(isinstance(r, LoadedWorkflow) for r in results)
+    out.write(f"{valid}/{len(results)} valid\n")
+    warning_count = sum(len(w) for w in warned)
+    if warning_count:
+        out.write(
+            f"{counted(warning_count, 'warning')}: valid as written, but most likely "
+            "not what was meant; each fix follows the dash.\n"
+        )
+    if missing:
+        out.write("Next: check the paths above, then run `workrail validate` again.\n")
+    elif valid < len(results):
+        out.write(
+            "Next: fix each problem at its JSON path (its fix follows the dash), then run "
+            "`workrail validate` again.\n"
+        )
+
+
+def _print_result(out: TextIO, r: LoadedWorkflow | InvalidWorkflow) -> None:
+    """One file's verdict: its hash and the newer constructs it uses, or its problems."""
+    if isinstance(r, InvalidWorkflow):
+        out.write(screen_safe(f"INVALID  {r.path}  ({counted(len(r.problems), 'problem')})\n"))
+        for p in r.problems:
+            out.write(screen_safe(f"    {p.code}  {p.line()}\n"))
+        return
+    out.write(screen_safe(f"OK       {r.path}  ({r.workflow_id}, {r.pinned().workflow_hash()})\n"))
+    newer = [c for c in r.constructs() if c.since != "v1.4.0"]
+    if newer:
+        out.write("    uses: " + "; ".join(_construct_text(c) for c in newer) + "\n")
+    else:
+        out.write("    uses: WorkRail v1.4.0 constructs only\n")
 
 
 def _routines_for(file: Path, origin: SourceOrigin, bundled: Path | None) -> Any:

@@ -88,11 +88,8 @@ def _short(raw: str) -> str:
     return repr(raw[:40] + ("…" if len(raw) > 40 else ""))
 
 
-def parse_list(
-    params: Mapping[str, str], statuses: Sequence[str], now: datetime
-) -> tuple[ListFilters, ListRequest]:
-    """The filters a query string asks for, and the request to send the engine."""
-    notices: list[str] = []
+def _statuses(statuses: Sequence[str], notices: list[str]) -> tuple[str, ...]:
+    """The known statuses asked for, each once; an unknown one is a notice."""
     chosen: list[str] = []
     for status in statuses:
         word = status_word(status)
@@ -106,6 +103,43 @@ def parse_list(
                 + (f"did you mean {hint!r}? " if hint else "")
                 + f"Statuses are {', '.join(RUN_STATUSES)}."
             )
+    return tuple(chosen)
+
+
+def _since_filter(raw: str, now: datetime, notices: list[str]) -> tuple[str, datetime | None]:
+    """The `since` value as shown, and the moment it means (both empty when unreadable)."""
+    if not raw:
+        return "", None
+    since = _since(raw, now)
+    if since is None:
+        notices.append(f"Ignored since={_short(raw)}: use 24h, 7d, 2w or a date like 2026-11-30.")
+        return "", None
+    return raw, since
+
+
+def _archived(params: Mapping[str, str], notices: list[str]) -> ArchivedFilter:
+    raw = params.get("archived", "exclude") or "exclude"
+    for choice in ARCHIVED_CHOICES:
+        if choice == raw:
+            return choice
+    notices.append(f"Ignored archived={_short(raw)}: use include or only.")
+    return "exclude"
+
+
+def _cursor(params: Mapping[str, str], notices: list[str]) -> str:
+    cursor = params.get("cursor", "")
+    if cursor and decode_cursor(cursor) is None:
+        notices.append("Ignored a page cursor this list did not hand out; showing the first page.")
+        return ""
+    return cursor
+
+
+def parse_list(
+    params: Mapping[str, str], statuses: Sequence[str], now: datetime
+) -> tuple[ListFilters, ListRequest]:
+    """The filters a query string asks for, and the request to send the engine."""
+    notices: list[str] = []
+    chosen = _statuses(statuses, notices)
 
     def text(name: str, limit: int = MAX_FIELD) -> str:
         value = params.get(name, "").strip()
@@ -116,27 +150,11 @@ def parse_list(
 
     workflow, workspace, branch = text("workflow"), text("workspace", 4096), text("branch")
     search = text("q", MAX_TEXT)
-    since_raw = text("since")
-    since = None
-    if since_raw:
-        since = _since(since_raw, now)
-        if since is None:
-            notices.append(
-                f"Ignored since={_short(since_raw)}: use 24h, 7d, 2w or a date like 2026-11-30."
-            )
-            since_raw = ""
-    archived_raw = params.get("archived", "exclude") or "exclude"
-    archived: ArchivedFilter = "exclude"
-    if archived_raw in ARCHIVED_CHOICES:
-        archived = next(a for a in ARCHIVED_CHOICES if a == archived_raw)
-    else:
-        notices.append(f"Ignored archived={_short(archived_raw)}: use include or only.")
-    cursor = params.get("cursor", "")
-    if cursor and decode_cursor(cursor) is None:
-        notices.append("Ignored a page cursor this list did not hand out; showing the first page.")
-        cursor = ""
+    since_raw, since = _since_filter(text("since"), now, notices)
+    archived = _archived(params, notices)
+    cursor = _cursor(params, notices)
     shown = ListFilters(
-        tuple(chosen),
+        chosen,
         workflow,
         workspace,
         branch,
@@ -147,7 +165,7 @@ def parse_list(
         tuple(notices),
     )
     request = ListRequest(
-        statuses=tuple(chosen),
+        statuses=chosen,
         workflow=workflow or None,
         workspace=workspace or None,
         branch=branch or None,

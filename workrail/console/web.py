@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 
 from markupsafe import Markup
@@ -21,7 +22,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, ExceptionHandler, Message, Receive, Scope, Send
 
 from workrail.console import live, pages, workflows_page
 from workrail.console.dates import time_tag
@@ -140,12 +141,9 @@ class GuardMiddleware:
         return wrapped
 
 
-def build_console(deps: ConsoleDeps) -> Starlette:
-    """The console as an ASGI app (mountable, e.g. at /console under `workrail serve`)."""
-    templates = _templates()
-    context = pages.PageContext(deps, templates)
-    streams = live.Streams(deps.backend.watch)
-    routes = [
+def _routes(context: pages.PageContext, streams: live.Streams) -> list[Route | Mount]:
+    """Every page and action of the console; writes go through `wrap_write` (the secret)."""
+    return [
         Route("/", context.wrap(pages.sessions_index), name="sessions"),
         Route("/sessions/{session_id}", context.wrap(pages.session_page), name="session"),
         Route(
@@ -189,6 +187,10 @@ def build_console(deps: ConsoleDeps) -> Starlette:
         Mount("/static", app=StaticFiles(directory=str(PACKAGE_DIR / "static")), name="static"),
     ]
 
+
+def _error_pages(context: pages.PageContext) -> dict[Any, ExceptionHandler]:
+    """Errors answered with the console's own page, never Starlette's text or a trace."""
+
     async def not_found(request: Request, exc: Exception) -> Response:
         detail = exc.detail if isinstance(exc, HTTPException) else "Not found."
         status = exc.status_code if isinstance(exc, HTTPException) else 404
@@ -200,10 +202,17 @@ def build_console(deps: ConsoleDeps) -> Starlette:
             request, 500, "This page could not be shown; the console's log says why."
         )
 
+    return {HTTPException: not_found, 500: server_error}
+
+
+def build_console(deps: ConsoleDeps) -> Starlette:
+    """The console as an ASGI app (mountable, e.g. at /console under `workrail serve`)."""
+    context = pages.PageContext(deps, _templates())
+    streams = live.Streams(deps.backend.watch)
     app = Starlette(
-        routes=routes,
+        routes=_routes(context, streams),
         middleware=[Middleware(GuardMiddleware, guard=deps.guard)],
-        exception_handlers={HTTPException: not_found, 500: server_error},
+        exception_handlers=_error_pages(context),
     )
     app.state.deps = deps
     app.state.live_streams = streams

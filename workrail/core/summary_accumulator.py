@@ -1,15 +1,14 @@
-"""The session summary kept incrementally: a pure accumulator folded over a session's
-events once each, beside the `SessionIndex` a store caches for the session.
+"""The session summary projection: a pure accumulator folded over a session's events once
+each, beside the `SessionIndex` a store caches for the session; `summarize` is the same
+fold from scratch, over a fresh accumulator.
 
-`summarize` (core.summary) defines the projection from scratch and is O(session): it scans
-every event for gaps, observations and a title, and walks every run's whole path for its
-notes. This accumulator answers the same (a property test holds it to that) while an
-append costs O(new events) plus O(budget): gap, observation and title facts are folded as
-events arrive, the preferred tip comes from the index in O(the touched subtree), and each
-run keeps a *window* — the newest whole notes on its preferred path that fit the corpus
-budget, with their token counts — that grows at the tip as the run advances. A window is
-rebuilt by walking up from the tip only when the path changed under it (another branch
-became preferred, notes changed on an older node, the budget changed).
+An append costs O(new events) plus O(budget): gap, observation and title facts are folded
+as events arrive, the preferred tip comes from the index in O(the touched subtree), and
+each run keeps a *window* — the newest whole notes on its preferred path that fit the
+corpus budget, with their token counts — that grows at the tip as the run advances. A
+window is rebuilt by walking up from the tip only when the path changed under it (another
+branch became preferred, notes changed on an older node, the budget changed); a fresh
+accumulator builds every window so, which a property test holds the grown ones to.
 
 Not thread-safe: the store calls it under the lock that orders the session's readers.
 """
@@ -19,7 +18,6 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from typing import Final
 
 from workrail.core.budgets import truncate_utf8
@@ -29,19 +27,14 @@ from workrail.core.events import (
     NodeOutputAppended,
     ObservationRecorded,
 )
-from workrail.core.health import SessionHealth
-from workrail.core.lifecycle import SessionLifecycle
 from workrail.core.session_index import ProjectionError, SessionIndex
-from workrail.core.summary import (
+from workrail.core.summary import RunSummary, SessionSummary
+from workrail.core.summary_facts import SessionFacts
+from workrail.core.summary_runs import (
     BLOCKING_GAP_CATEGORIES,
     CORPUS_MAX_TOKENS,
     OBSERVATION_KEYS,
     SNIPPET_MAX_BYTES,
-    RunSummary,
-    SessionFacts,
-    SessionSummary,
-    TipState,
-    WorkflowFacts,
     corpus_head,
     current_notes,
     notes_line,
@@ -103,7 +96,8 @@ class _Window:
 
 @dataclass
 class SummaryAccumulator:
-    """What `summarize` reads beyond the index, folded event by event (`catch_up`)."""
+    """What a summary reads beyond the index, folded event by event (`catch_up`), and the
+    windows of notes of the runs it last answered."""
 
     count: int = 0
     observations: dict[str, str] = field(default_factory=dict)
@@ -166,25 +160,31 @@ class SummaryAccumulator:
 
     # --- answering -------------------------------------------------------------------
 
-    def summarize(
-        self,
-        session_id: str,
-        events: Sequence[DomainEvent],
-        index: SessionIndex,
-        *,
-        health: SessionHealth | None,
-        last_activity: datetime | None,
-        lifecycle: SessionLifecycle,
-        tips: Mapping[str, TipState],
-        workflows: Mapping[str, WorkflowFacts],
-    ) -> SessionSummary:
-        """What `summarize(SessionFacts(...))` answers for `events` and their `index`."""
-        self.catch_up(events)
-        facts = SessionFacts(
-            session_id, (), index, health, last_activity, lifecycle, tips, workflows
+    def summarize(self, facts: SessionFacts) -> SessionSummary:
+        """The summary of `facts`: the events not folded yet are folded, then each run is
+        answered from the index and its window of notes."""
+        self.catch_up(facts.events)
+        index = facts.index
+        runs, tip_of = self._runs(facts)
+        title = session_title(index, runs, self.first_notes_line)
+        head = corpus_head(title, runs)
+        words = set(head)
+        if index is not None:
+            self._notes(index, runs, tip_of, CORPUS_MAX_TOKENS - len(head), words)
+        self.windows = {run_id: w for run_id, w in self.windows.items() if run_id in tip_of}
+        answer = session_summary(
+            facts, runs, title, observations=self.observations, words=frozenset(words)
         )
+        self.last = (len(facts.events), answer.words, tuple(sorted(r.run_id for r in runs)))
+        return answer
+
+    def _runs(self, facts: SessionFacts) -> tuple[list[RunSummary], dict[str, str]]:
+        """Every run's summary, most recently active first, and the runs' preferred tips."""
+        index = facts.index
         runs: list[RunSummary] = []
         tip_of: dict[str, str] = {}
+        if index is None:
+            return runs, tip_of
         for run_id, run in index.runs.items():
             scored = _preferred_tip(index, run_id)
             tip: str | None = None
@@ -192,23 +192,23 @@ class SummaryAccumulator:
             if scored is not None:
                 tip, activity = scored
                 tip_of[run_id] = tip
+            gaps, blocking = self.gaps_per_run[run_id] > 0, self.blocking_per_run[run_id] > 0
             runs.append(
-                run_summary(
-                    index,
-                    run_id,
-                    tip,
-                    activity,
-                    facts,
-                    gaps=self.gaps_per_run[run_id] > 0,
-                    blocking_gap=self.blocking_per_run[run_id] > 0,
-                    newest_notes=None,  # the run's window has it, below
-                )
+                run_summary(index, run_id, tip, activity, facts, gaps=gaps, blocking_gap=blocking)
             )
         sort_runs(index, runs)
-        title = session_title(index, runs, self.first_notes_line)
-        head = corpus_head(title, runs)
-        cap = CORPUS_MAX_TOKENS - len(head)
-        words = set(head)
+        return runs, tip_of
+
+    def _notes(
+        self,
+        index: SessionIndex,
+        runs: list[RunSummary],
+        tip_of: Mapping[str, str],
+        cap: int,
+        words: set[str],
+    ) -> None:
+        """Each run's snippet (its newest notes) into `runs`, and into `words` the tokens of
+        whole notes, newest first, runs in order, while `cap` tokens (with repeats) fit."""
         room = cap
         stopped = False
         for n, summary in enumerate(runs):
@@ -232,17 +232,6 @@ class SummaryAccumulator:
                     room -= len(found)
                     words.update(found)
                 stopped = True
-        self.windows = {run_id: w for run_id, w in self.windows.items() if run_id in tip_of}
-        answer = session_summary(
-            facts,
-            runs,
-            title,
-            event_count=len(events),
-            observations=self.observations,
-            words=frozenset(words),
-        )
-        self.last = (len(events), answer.words, tuple(sorted(r.run_id for r in runs)))
-        return answer
 
     # --- windows ---------------------------------------------------------------------
 
@@ -348,3 +337,10 @@ def _preferred_tip(index: SessionIndex, run_id: str) -> tuple[str, int] | None:
         return index.preferred_tip_scored(run_id)
     except ProjectionError:
         return None
+
+
+def summarize(facts: SessionFacts) -> SessionSummary:
+    """The projection from scratch, O(session): a fresh accumulator folded over every
+    event. A store keeps one beside the session's index instead, so an append folds only
+    the new events; both answer alike (a property test holds them to it)."""
+    return SummaryAccumulator().summarize(facts)

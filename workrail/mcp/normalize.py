@@ -61,53 +61,69 @@ def _parsed_object(text: str) -> dict[str, Any] | None:
 def normalize_arguments(tool: str, arguments: Mapping[str, Any]) -> Normalized:
     """`arguments` with the accepted near-misses rewritten to their canonical fields."""
     out = Normalized(dict(arguments))
-    args = out.arguments
     for name in OBJECT_FIELDS.get(tool, ()):
-        value = args.get(name)
-        if isinstance(value, str) and (parsed := _parsed_object(value)) is not None:
-            args[name] = parsed
-            out.warnings.append(
-                {
-                    "code": "ARGUMENT_JSON_PARSED",
-                    "field": name,
-                    "message": f"'{name}' arrived as JSON text; it was parsed as the object "
-                    "it holds.",
-                    "suggestion": f"Send '{name}' as a JSON object, not a string.",
-                }
-            )
+        _parse_object_text(out, name)
     for alias, canonical in ALIASES.get(tool, ()):
-        if alias not in args:
-            continue
-        target = _dotted(canonical)
-        parent: Any = args
-        for part in canonical[:-1]:
-            parent = parent.get(part) if isinstance(parent, dict) else None
-        if parent is not None and not isinstance(parent, dict):
-            continue  # e.g. output is not an object: validation reports that
-        if isinstance(parent, dict) and canonical[-1] in parent:
-            out.conflicts.append(
-                {
-                    "path": alias,
-                    "message": f'Provide either "{target}" or "{alias}", not both. Canonical '
-                    f'field: "{target}".',
-                }
-            )
-            continue
-        value = args.pop(alias)
-        holder = args
-        for part in canonical[:-1]:
-            holder[part] = dict(holder.get(part) or {})  # never edit the caller's object
-            holder = holder[part]
-        holder[canonical[-1]] = value
+        if alias in out.arguments:
+            _move_alias(out, tool, alias, canonical)
+    _fold_intent(out)
+    return out
+
+
+def _parse_object_text(out: Normalized, name: str) -> None:
+    """An object field sent as JSON text is read as the object it holds."""
+    value = out.arguments.get(name)
+    if isinstance(value, str) and (parsed := _parsed_object(value)) is not None:
+        out.arguments[name] = parsed
         out.warnings.append(
             {
-                "code": "ARGUMENT_ALIAS_ACCEPTED",
-                "field": alias,
-                "canonical": target,
-                "message": f"'{alias}' is not a field of {tool}; it was read as {target}.",
-                "suggestion": f"Send {target} next time.",
+                "code": "ARGUMENT_JSON_PARSED",
+                "field": name,
+                "message": f"'{name}' arrived as JSON text; it was parsed as the object it holds.",
+                "suggestion": f"Send '{name}' as a JSON object, not a string.",
             }
         )
+
+
+def _move_alias(out: Normalized, tool: str, alias: str, canonical: Path) -> None:
+    """`alias` moved to `canonical`, unless the canonical field is there too (a conflict)
+    or its parent is not an object (validation reports that)."""
+    args = out.arguments
+    target = _dotted(canonical)
+    parent: Any = args
+    for part in canonical[:-1]:
+        parent = parent.get(part) if isinstance(parent, dict) else None
+    if parent is not None and not isinstance(parent, dict):
+        return  # e.g. output is not an object: validation reports that
+    if isinstance(parent, dict) and canonical[-1] in parent:
+        out.conflicts.append(
+            {
+                "path": alias,
+                "message": f'Provide either "{target}" or "{alias}", not both. Canonical '
+                f'field: "{target}".',
+            }
+        )
+        return
+    value = args.pop(alias)
+    holder = args
+    for part in canonical[:-1]:
+        holder[part] = dict(holder.get(part) or {})  # never edit the caller's object
+        holder = holder[part]
+    holder[canonical[-1]] = value
+    out.warnings.append(
+        {
+            "code": "ARGUMENT_ALIAS_ACCEPTED",
+            "field": alias,
+            "canonical": target,
+            "message": f"'{alias}' is not a field of {tool}; it was read as {target}.",
+            "suggestion": f"Send {target} next time.",
+        }
+    )
+
+
+def _fold_intent(out: Normalized) -> None:
+    """An intent in another case (or with spaces around it) is read in lower case."""
+    args = out.arguments
     intent = args.get("intent")
     if isinstance(intent, str) and intent not in INTENTS and intent.strip().lower() in INTENTS:
         args["intent"] = intent.strip().lower()
@@ -120,4 +136,3 @@ def normalize_arguments(tool: str, arguments: Mapping[str, Any]) -> Normalized:
                 "suggestion": f'Send intent "{args["intent"]}" (lower case) next time.',
             }
         )
-    return out

@@ -34,39 +34,57 @@ def _object(properties: dict[str, Any], required: list[str], description: str) -
     }
 
 
+def _typed(json_type: str, description: str) -> dict[str, Any]:
+    # The key order is part of tools/list's bytes: type, then description.
+    return {"type": json_type, "description": description}
+
+
+def _string(description: str) -> dict[str, Any]:
+    return _typed("string", description)
+
+
+def _boolean(description: str) -> dict[str, Any]:
+    return _typed("boolean", description)
+
+
+def _integer(description: str) -> dict[str, Any]:
+    return _typed("integer", description)
+
+
+def _any_object(description: str) -> dict[str, Any]:
+    """An object whose fields the description names (not spelt out as properties)."""
+    return _typed("object", description)
+
+
 SESSION_ID: dict[str, Any] = {
     "type": "string",
     "pattern": SESSION_ID_RE.pattern,
     "description": "The session this run is recorded in (sess_…): what `workrail sessions` "
     "lists and export_session takes, so a person can find this run.",
 }
-STATE_TOKEN: dict[str, Any] = {
-    "type": "string",
-    "description": "Opaque stateToken (st1.…): names this point of the run. Send it with "
-    "ackToken to advance, or alone with intent rehydrate to recover the step.",
-}
-ACK_TOKEN: dict[str, Any] = {
-    "type": "string",
-    "description": "Opaque ackToken (ack1.…): permission to complete the pending step once. "
-    "Present exactly when pending is not null.",
-}
-CHECKPOINT_TOKEN: dict[str, Any] = {
-    "type": "string",
-    "description": "Opaque checkpointToken (chk1.…) for checkpoint_workflow at this step.",
-}
-CONTINUE_TOKEN: dict[str, Any] = {
-    "type": "string",
-    "description": "One opaque token for your next continue_workflow call: send "
+STATE_TOKEN: dict[str, Any] = _string(
+    "Opaque stateToken (st1.…): names this point of the run. Send it with "
+    "ackToken to advance, or alone with intent rehydrate to recover the step."
+)
+ACK_TOKEN: dict[str, Any] = _string(
+    "Opaque ackToken (ack1.…): permission to complete the pending step once. "
+    "Present exactly when pending is not null."
+)
+CHECKPOINT_TOKEN: dict[str, Any] = _string(
+    "Opaque checkpointToken (chk1.…) for checkpoint_workflow at this step."
+)
+CONTINUE_TOKEN: dict[str, Any] = _string(
+    "One opaque token for your next continue_workflow call: send "
     "{continueToken, output} to complete the pending step, or {continueToken} alone to "
     "recover it. ct1.… carries state and ack together; where nothing can be advanced it is "
-    "the state-only st1.…, which rehydrates. An alternative to stateToken + ackToken.",
-}
+    "the state-only st1.…, which rehydrates. An alternative to stateToken + ackToken."
+)
 PENDING: dict[str, Any] = _nullable(
     _object(
         {
-            "stepId": {"type": "string", "description": "The step's id in the workflow."},
-            "title": {"type": "string", "description": "The step's title."},
-            "prompt": {"type": "string", "description": "What to do now, rendered for you."},
+            "stepId": _string("The step's id in the workflow."),
+            "title": _string("The step's title."),
+            "prompt": _string("What to do now, rendered for you."),
         },
         ["stepId", "title", "prompt"],
         "The step to do now.",
@@ -84,11 +102,8 @@ NEXT_INTENT: dict[str, Any] = {
 NEXT_CALL: dict[str, Any] = _nullable(
     _object(
         {
-            "tool": {"type": "string", "description": "The tool to call."},
-            "params": {
-                "type": "object",
-                "description": "Its arguments; for an advance add your output.",
-            },
+            "tool": _string("The tool to call."),
+            "params": _any_object("Its arguments; for an advance add your output."),
         },
         ["tool", "params"],
         "The call to make next.",
@@ -104,18 +119,15 @@ WARNINGS: dict[str, Any] = {
     "advance started a second branch; otherBranch names the other branch's tip).",
     "items": _object(
         {
-            "code": {"type": "string", "description": "What happened, as a fixed code."},
-            "message": {"type": "string", "description": "What happened, in words."},
-            "suggestion": {"type": "string", "description": "What to do about it."},
+            "code": _string("What happened, as a fixed code."),
+            "message": _string("What happened, in words."),
+            "suggestion": _string("What to do about it."),
         },
         ["code", "message"],
         "One warning.",
     ),
 }
-PREFERENCES: dict[str, Any] = {
-    "type": "object",
-    "description": "The run's effective preferences (autonomy, riskPolicy).",
-}
+PREFERENCES: dict[str, Any] = _any_object("The run's effective preferences (autonomy, riskPolicy).")
 
 REFERENCES: dict[str, Any] = {
     "type": "array",
@@ -125,22 +137,21 @@ REFERENCES: dict[str, Any] = {
     "that ships the workflow (package).",
     "items": _object(
         {
-            "id": {"type": "string", "description": "The reference's id in the workflow."},
-            "title": {"type": "string", "description": "What the document is."},
-            "source": {"type": "string", "description": "Where to find it."},
-            "purpose": {"type": "string", "description": "Why it matters here."},
-            "authoritative": {"type": "boolean", "description": "Follow it strictly."},
-            "resolveFrom": {"type": "string", "description": "workspace or package."},
+            "id": _string("The reference's id in the workflow."),
+            "title": _string("What the document is."),
+            "source": _string("Where to find it."),
+            "purpose": _string("Why it matters here."),
+            "authoritative": _boolean("Follow it strictly."),
+            "resolveFrom": _string("workspace or package."),
         },
         ["id", "title", "source", "purpose", "authoritative"],
         "One document reference.",
     ),
 }
-_ABOUT: dict[str, Any] = {
-    "type": "string",
-    "description": "Markdown overview for people: what the workflow does and when to use it "
-    "(only when it has one).",
-}
+_ABOUT: dict[str, Any] = _string(
+    "Markdown overview for people: what the workflow does and when to use it "
+    "(only when it has one)."
+)
 _EXAMPLES: dict[str, Any] = {
     "type": "array",
     "items": {"type": "string"},
@@ -153,7 +164,7 @@ _STEP_FIELDS: dict[str, Any] = {
     "ackToken": ACK_TOKEN,
     "checkpointToken": CHECKPOINT_TOKEN,
     "continueToken": CONTINUE_TOKEN,
-    "isComplete": {"type": "boolean", "description": "True when the run has finished."},
+    "isComplete": _boolean("True when the run has finished."),
     "pending": PENDING,
     "references": REFERENCES,
     "preferences": PREFERENCES,
@@ -177,30 +188,23 @@ CONTINUE_OUTPUT = _object(
             "validation says and send nextCall again.",
         },
         **_STEP_FIELDS,
-        "blockers": {
-            "type": "object",
-            "description": "Blocked only: {blockers: [{code, pointer, message, suggestedFix}]}.",
-        },
-        "retryable": {"type": "boolean", "description": "Blocked only: whether a retry can pass."},
-        "retryAckToken": {
-            "type": "string",
-            "description": "Blocked only: the ackToken for the retry (nextCall carries it).",
-        },
-        "validation": {
-            "type": "object",
-            "description": "Blocked only: {issues, suggestions} from the step's validation.",
-        },
-        "stepContext": {
-            "type": "object",
-            "description": "After a step that asked for assessments: {assessments: "
+        "blockers": _any_object(
+            "Blocked only: {blockers: [{code, pointer, message, suggestedFix}]}."
+        ),
+        "retryable": _boolean("Blocked only: whether a retry can pass."),
+        "retryAckToken": _string("Blocked only: the ackToken for the retry (nextCall carries it)."),
+        "validation": _any_object(
+            "Blocked only: {issues, suggestions} from the step's validation."
+        ),
+        "stepContext": _any_object(
+            "After a step that asked for assessments: {assessments: "
             "[{assessmentId, dimensions: [{dimensionId, level, rationale?}], "
-            "normalizationNotes}]}, the levels as recorded.",
-        },
-        "assessmentFollowup": {
-            "type": "object",
-            "description": "Blocked by an assessment consequence only: {title, guidance}. "
-            "Follow up, assess again and send nextCall (it carries the assessment to fill in).",
-        },
+            "normalizationNotes}]}, the levels as recorded."
+        ),
+        "assessmentFollowup": _any_object(
+            "Blocked by an assessment consequence only: {title, guidance}. "
+            "Follow up, assess again and send nextCall (it carries the assessment to fill in)."
+        ),
     },
     ["kind", "sessionId", "stateToken", "isComplete", "pending", "nextIntent", "nextCall"],
     "The next step (advance) or the current one (rehydrate), with fresh tokens.",
@@ -218,45 +222,34 @@ LIST_OUTPUT = _object(
             "description": "Every workflow that can be found, sorted by workflowId.",
             "items": _object(
                 {
-                    "workflowId": {
-                        "type": "string",
-                        "description": "The id start_workflow and inspect_workflow take.",
-                    },
-                    "name": {"type": "string", "description": "Human name."},
-                    "description": {"type": "string", "description": "What it is for."},
-                    "version": {"type": "string", "description": "The definition's version."},
-                    "kind": {"type": "string", "description": 'Always "workflow".'},
+                    "workflowId": _string("The id start_workflow and inspect_workflow take."),
+                    "name": _string("Human name."),
+                    "description": _string("What it is for."),
+                    "version": _string("The definition's version."),
+                    "kind": _string('Always "workflow".'),
                     "workflowHash": _nullable(
                         {"type": "string"},
                         _PREVIEW_HASH + " Null when the definition cannot be loaded.",
                     ),
                     "about": _ABOUT,
                     "examples": _EXAMPLES,
-                    "valid": {
-                        "type": "boolean",
-                        "description": "Present, and false, only when the workflow's file fails "
+                    "valid": _boolean(
+                        "Present, and false, only when the workflow's file fails "
                         "validation: it cannot be started until the file is fixed "
-                        "(start_workflow answers WORKFLOW_INVALID with its problems).",
-                    },
-                    "problems": {
-                        "type": "integer",
-                        "description": "Invalid workflows only: how many problems the file has.",
-                    },
-                    "path": {
-                        "type": "string",
-                        "description": "Invalid workflows only: the file that fails validation.",
-                    },
+                        "(start_workflow answers WORKFLOW_INVALID with its problems)."
+                    ),
+                    "problems": _integer("Invalid workflows only: how many problems the file has."),
+                    "path": _string("Invalid workflows only: the file that fails validation."),
                 },
                 ["workflowId", "workflowHash"],
                 "One workflow.",
             ),
         },
-        "nextIntent": {"type": "string", "description": 'Always "start_workflow".'},
-        "nextCall": {
-            "type": "object",
-            "description": "start_workflow for the only runnable workflow, else with the "
-            'placeholder "<workflowId>" (rejected if sent as is: choose one).',
-        },
+        "nextIntent": _string('Always "start_workflow".'),
+        "nextCall": _any_object(
+            "start_workflow for the only runnable workflow, else with the "
+            'placeholder "<workflowId>" (rejected if sent as is: choose one).'
+        ),
     },
     ["workflows"],
     "The workflows WorkRail can run.",
@@ -264,24 +257,22 @@ LIST_OUTPUT = _object(
 
 INSPECT_OUTPUT = _object(
     {
-        "workflowId": {"type": "string", "description": "The inspected workflow's id."},
+        "workflowId": _string("The inspected workflow's id."),
         "workflowHash": {"type": "string", "description": _PREVIEW_HASH},
-        "mode": {"type": "string", "description": "preview or metadata, as asked."},
-        "compiled": {
-            "type": "object",
-            "description": "The preview (name, description, version, first step) or, in "
-            "metadata mode, only the identifying fields.",
-        },
+        "mode": _string("preview or metadata, as asked."),
+        "compiled": _any_object(
+            "The preview (name, description, version, first step) or, in "
+            "metadata mode, only the identifying fields."
+        ),
         "about": _ABOUT,
         "examples": _EXAMPLES,
-        "authoringSpec": {
-            "type": "object",
-            "description": "Only when the workflow says which authoring-spec version it was "
+        "authoringSpec": _any_object(
+            "Only when the workflow says which authoring-spec version it was "
             "checked against: {validatedAgainstSpecVersion, newestKnownSpecVersion, stale, "
-            "hint}; stale means its guidance may be dated.",
-        },
-        "nextIntent": {"type": "string", "description": 'Always "start_workflow".'},
-        "nextCall": {"type": "object", "description": "start_workflow for this workflow."},
+            "hint}; stale means its guidance may be dated."
+        ),
+        "nextIntent": _string('Always "start_workflow".'),
+        "nextCall": _any_object("start_workflow for this workflow."),
     },
     ["workflowId", "workflowHash", "mode", "compiled"],
     "One workflow before it is started.",
@@ -289,11 +280,10 @@ INSPECT_OUTPUT = _object(
 
 CHECKPOINT_OUTPUT = _object(
     {
-        "checkpointNodeId": {
-            "type": "string",
-            "description": "The node (node_…) recording this checkpoint; the same token always "
-            "gives the same node.",
-        },
+        "checkpointNodeId": _string(
+            "The node (node_…) recording this checkpoint; the same token always "
+            "gives the same node."
+        ),
         "sessionId": SESSION_ID,
         "stateToken": {
             **STATE_TOKEN,
@@ -310,21 +300,18 @@ CHECKPOINT_OUTPUT = _object(
 
 EXPORT_OUTPUT = _object(
     {
-        "bundle": {
-            "type": "object",
-            "description": "The session as a bundle: pass it unmodified to import_session. It "
-            "holds no tokens.",
-        },
+        "bundle": _any_object(
+            "The session as a bundle: pass it unmodified to import_session. It holds no tokens."
+        ),
         "summary": _object(
             {
                 "sessionId": SESSION_ID,
-                "bundleId": {"type": "string", "description": "This export's own id."},
-                "eventCount": {"type": "integer", "description": "Events exported."},
-                "complete": {
-                    "type": "boolean",
-                    "description": "False when only a damaged session's validated prefix was "
-                    "exported (see salvage).",
-                },
+                "bundleId": _string("This export's own id."),
+                "eventCount": _integer("Events exported."),
+                "complete": _boolean(
+                    "False when only a damaged session's validated prefix was "
+                    "exported (see salvage)."
+                ),
             },
             ["sessionId", "eventCount", "complete"],
             "What the bundle holds.",
@@ -341,17 +328,14 @@ IMPORT_OUTPUT = _object(
             "description": "The id the imported session is stored under here (a fresh one "
             "when the original was taken: see renamed).",
         },
-        "originalSessionId": {
-            "type": "string",
-            "description": "The session id inside the bundle.",
-        },
-        "renamed": {"type": "boolean", "description": "True when sessionId is a fresh id."},
-        "eventCount": {"type": "integer", "description": "Events imported."},
+        "originalSessionId": _string("The session id inside the bundle."),
+        "renamed": _boolean("True when sessionId is a fresh id."),
+        "eventCount": _integer("Events imported."),
         "runs": {
             "type": "array",
             "description": "Per run, fresh tokens for its preferred tip and its pending step "
             "(or error when the tip cannot be recovered).",
-            "items": {"type": "object", "description": "One run: runId, nodeId, tokens, pending."},
+            "items": _any_object("One run: runId, nodeId, tokens, pending."),
         },
         "nextIntent": NEXT_INTENT,
         "nextCall": NEXT_CALL,

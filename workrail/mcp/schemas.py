@@ -73,6 +73,16 @@ def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return schema
 
 
+def _token(description: str) -> dict[str, Any]:
+    """A token argument: never empty, never longer than any token could be."""
+    return {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": TOKEN_MAX_CHARS,
+        "description": description,
+    }
+
+
 def _annotations(*, read_only: bool, idempotent: bool) -> ToolAnnotations:
     return ToolAnnotations(
         read_only_hint=read_only,
@@ -173,16 +183,11 @@ CONTINUE_WORKFLOW = ToolSpec(
     ),
     input_schema=_object(
         {
-            "continueToken": {
-                "type": "string",
-                "minLength": 1,
-                "maxLength": TOKEN_MAX_CHARS,
-                "description": (
-                    "The continueToken of the latest WorkRail response (ct1.… or, where "
-                    "nothing can be advanced, st1.…): one token for the next call instead of "
-                    "stateToken + ackToken. Never send it with them."
-                ),
-            },
+            "continueToken": _token(
+                "The continueToken of the latest WorkRail response (ct1.… or, where "
+                "nothing can be advanced, st1.…): one token for the next call instead of "
+                "stateToken + ackToken. Never send it with them."
+            ),
             "intent": {
                 "type": "string",
                 "enum": ["advance", "rehydrate"],
@@ -192,22 +197,14 @@ CONTINUE_WORKFLOW = ToolSpec(
                     'present → "advance", absent → "rehydrate").'
                 ),
             },
-            "stateToken": {
-                "type": "string",
-                "minLength": 1,
-                "maxLength": TOKEN_MAX_CHARS,
-                "description": "The stateToken from the latest WorkRail response (st1.…). "
-                "Required unless you send continueToken.",
-            },
-            "ackToken": {
-                "type": "string",
-                "minLength": 1,
-                "maxLength": TOKEN_MAX_CHARS,
-                "description": (
-                    "Required for advance, forbidden for rehydrate: the ackToken (ack1…) of the "
-                    "same response as stateToken, or its retryAckToken after a block."
-                ),
-            },
+            "stateToken": _token(
+                "The stateToken from the latest WorkRail response (st1.…). "
+                "Required unless you send continueToken."
+            ),
+            "ackToken": _token(
+                "Required for advance, forbidden for rehydrate: the ackToken (ack1…) of the "
+                "same response as stateToken, or its retryAckToken after a block."
+            ),
             "context": _CONTEXT,
             "output": {
                 "type": "object",
@@ -256,12 +253,9 @@ CHECKPOINT_WORKFLOW = ToolSpec(
     ),
     input_schema=_object(
         {
-            "checkpointToken": {
-                "type": "string",
-                "minLength": 1,
-                "maxLength": TOKEN_MAX_CHARS,
-                "description": "The checkpointToken (chk1…) from the latest WorkRail response.",
-            }
+            "checkpointToken": _token(
+                "The checkpointToken (chk1…) from the latest WorkRail response."
+            )
         },
         ["checkpointToken"],
     ),
@@ -288,13 +282,10 @@ EXPORT_SESSION = ToolSpec(
                 "description": "The session id (sess_…), as `workrail sessions` lists it. "
                 "Give this or stateToken.",
             },
-            "stateToken": {
-                "type": "string",
-                "minLength": 1,
-                "maxLength": TOKEN_MAX_CHARS,
-                "description": "Any stateToken of the session, e.g. from the latest response. "
-                "Give this or sessionId.",
-            },
+            "stateToken": _token(
+                "Any stateToken of the session, e.g. from the latest response. "
+                "Give this or sessionId."
+            ),
         },
         [],
     ),

@@ -135,90 +135,73 @@ def _issue(
     err: ValidationError, spec: ToolSpec, suggestions: list[dict[str, Any]]
 ) -> list[dict[str, str]]:
     """Messages worded like the reference's (zod) so prompts tuned on it still read right."""
-    schema = spec.input_schema
     where = list(err.absolute_path)
+    if err.validator == "additionalProperties":
+        return [_unknown_keys(err, spec, where, suggestions)]
+    if err.validator == "required":
+        return _missing_keys(err, spec, where, suggestions)
+    return [{"path": _path(where), "message": _message(err, where)}]
+
+
+def _unknown_keys(
+    err: ValidationError, spec: ToolSpec, where: list[Any], suggestions: list[dict[str, Any]]
+) -> dict[str, str]:
+    """One issue naming the unknown keys (at most MAX_REPORTED_KEYS), each a suggestion
+    with the closest known key."""
+    instance: Any = err.instance
+    known = list(_schema_at(spec.input_schema, where).get("properties", {}))
+    extras = sorted(k for k in instance if k not in known)
+    for key in extras[:MAX_REPORTED_KEYS]:
+        hint: dict[str, Any] = {"kind": "unknown_key", "provided": clip(key)}
+        match = _closest(key, known)
+        if match is not None:
+            hint["didYouMean"], hint["similarity"] = match
+        suggestions.append(hint)
+    keys = ", ".join(f"'{clip(k)}'" for k in extras[:MAX_REPORTED_KEYS])
+    if len(extras) > MAX_REPORTED_KEYS:
+        keys += f" and {len(extras) - MAX_REPORTED_KEYS} more"
+    return {"path": _path(where), "message": f"Unrecognized key(s) in object: {keys}"}
+
+
+def _missing_keys(
+    err: ValidationError, spec: ToolSpec, where: list[Any], suggestions: list[dict[str, Any]]
+) -> list[dict[str, str]]:
+    """An issue per missing key; a top-level one is suggested with the tool's example."""
+    expected: Any = err.validator_value
+    instance: Any = err.instance
+    out = []
+    for key in [k for k in expected if k not in instance]:
+        example = spec.example.get(key, "<value>") if not where else "<value>"
+        suggestions.append(
+            {"kind": "missing_required", "param": _path([*where, key]), "example": example}
+        )
+        out.append({"path": _path([*where, key]), "message": "Required"})
+    return out
+
+
+def _message(err: ValidationError, where: list[Any]) -> str:
+    """The reference's wording for one failed keyword; jsonschema's own, clipped, else."""
     validator = err.validator
     expected: Any = err.validator_value
     instance: Any = err.instance
-    if validator == "additionalProperties":
-        known = list(_schema_at(schema, where).get("properties", {}))
-        extras = sorted(k for k in instance if k not in known)
-        for key in extras[:MAX_REPORTED_KEYS]:
-            hint: dict[str, Any] = {"kind": "unknown_key", "provided": clip(key)}
-            match = _closest(key, known)
-            if match is not None:
-                hint["didYouMean"], hint["similarity"] = match
-            suggestions.append(hint)
-        keys = ", ".join(f"'{clip(k)}'" for k in extras[:MAX_REPORTED_KEYS])
-        if len(extras) > MAX_REPORTED_KEYS:
-            keys += f" and {len(extras) - MAX_REPORTED_KEYS} more"
-        return [{"path": _path(where), "message": f"Unrecognized key(s) in object: {keys}"}]
-    if validator == "required":
-        missing = [k for k in expected if k not in instance]
-        out = []
-        for key in missing:
-            example = spec.example.get(key, "<value>") if not where else "<value>"
-            suggestions.append(
-                {"kind": "missing_required", "param": _path([*where, key]), "example": example}
-            )
-            out.append({"path": _path([*where, key]), "message": "Required"})
-        return out
     if validator == "anyOf" and all("type" in option for option in expected):
         wanted = " or ".join(str(option["type"]) for option in expected)
-        return [
-            {
-                "path": _path(where),
-                "message": f"Expected {wanted}, received {_json_type(err.instance)}",
-            }
-        ]
+        return f"Expected {wanted}, received {_json_type(instance)}"
     if validator == "type":
         wanted = " or ".join(expected) if isinstance(expected, list) else expected
-        return [
-            {
-                "path": _path(where),
-                "message": f"Expected {wanted}, received {_json_type(err.instance)}",
-            }
-        ]
+        return f"Expected {wanted}, received {_json_type(instance)}"
     if validator == "minLength":
-        return [
-            {
-                "path": _path(where),
-                "message": f"String must contain at least {err.validator_value} character(s)",
-            }
-        ]
+        return f"String must contain at least {expected} character(s)"
     if validator == "pattern" and where == ["sessionId"]:
-        return [
-            {
-                "path": _path(where),
-                "message": "Invalid: must be a session id (sess_ followed by 26 base32 characters)",
-            }
-        ]
+        return "Invalid: must be a session id (sess_ followed by 26 base32 characters)"
     if validator == "pattern":
-        return [
-            {
-                "path": _path(where),
-                "message": f"Invalid: must match {err.validator_value} "
-                "(letters, digits, '_', '-' and '.')",
-            }
-        ]
+        return f"Invalid: must match {expected} (letters, digits, '_', '-' and '.')"
     if validator == "enum":
         options = " | ".join(f"'{v}'" for v in expected)
-        return [
-            {
-                "path": _path(where),
-                "message": f"Invalid enum value. Expected {options}, received "
-                f"'{clip(str(err.instance))}'",
-            }
-        ]
+        return f"Invalid enum value. Expected {options}, received '{clip(str(instance))}'"
     if validator == "maxLength":
-        return [
-            {
-                "path": _path(where),
-                "message": f"String must contain at most {err.validator_value} character(s), "
-                f"received {len(instance)}",
-            }
-        ]
-    return [{"path": _path(where), "message": clip(err.message, 200)}]
+        return f"String must contain at most {expected} character(s), received {len(instance)}"
+    return clip(err.message, 200)
 
 
 def _closest(key: str, known: list[str]) -> tuple[str, float] | None:

@@ -17,14 +17,14 @@ from workrail.core.events import DomainEvent
 from workrail.core.health import HEALTHY, SessionHealth
 from workrail.core.lifecycle import SessionLifecycle
 from workrail.core.session_index import SessionIndex
-from workrail.core.summary import (
+from workrail.core.summary import SessionSummary
+from workrail.core.summary_accumulator import summarize
+from workrail.core.summary_facts import (
     SessionFacts,
-    SessionSummary,
     TipState,
     WorkflowFacts,
     needs,
     replay,
-    summarize,
     tip_state_of,
     workflow_facts_of,
 )
@@ -55,6 +55,22 @@ def tip_weight(tip: TipState) -> int:
     return 1 + len(tip.completed_step_ids)
 
 
+class SummarySource:
+    """What a query index projects a session from: the stores, and the projector that
+    keeps what it looked up in them."""
+
+    def __init__(
+        self, sessions: SessionStore, lifecycles: LifecycleStore, projector: SummaryProjector
+    ) -> None:
+        self.sessions = sessions
+        self.lifecycles = lifecycles
+        self.projector = projector
+
+    def load(self, session_id: str) -> Result[SessionSummary | None, StoreError]:
+        """The session's summary as the stores stand now (see `SummaryProjector.load`)."""
+        return self.projector.load(self.sessions, self.lifecycles, session_id)
+
+
 class SummaryProjector:
     """`SessionSummary` values from the stores; never writes."""
 
@@ -67,11 +83,18 @@ class SummaryProjector:
 
     def _facts(
         self,
+        session_id: str,
+        events: Sequence[DomainEvent],
         index: SessionIndex | None,
-        snapshots: ContentReader | None,
-        pinned: ContentReader | None,
-    ) -> tuple[dict[str, TipState], dict[str, WorkflowFacts]]:
-        """The tip states and workflow facts a summary of `index` shows."""
+        *,
+        health: SessionHealth | None,
+        last_activity: datetime | None,
+        lifecycle: SessionLifecycle,
+        snapshots: ContentReader | None = None,
+        pinned: ContentReader | None = None,
+    ) -> SessionFacts:
+        """What a summary of `events` reads: with the tip states and workflow facts that
+        `index` needs, looked up (or remembered)."""
         tips: dict[str, TipState] = {}
         workflows: dict[str, WorkflowFacts] = {}
         if index is not None:
@@ -82,32 +105,8 @@ class SummaryProjector:
                 facts = self._workflow(workflow_hash, pinned or self._pinned)
                 if facts is not None:
                     workflows[workflow_hash] = facts
-        return tips, workflows
-
-    def summarize(
-        self,
-        session_id: str,
-        events: Sequence[DomainEvent],
-        index: SessionIndex | None,
-        *,
-        health: SessionHealth | None,
-        last_activity: datetime | None,
-        lifecycle: SessionLifecycle,
-    ) -> SessionSummary:
-        """From scratch (O(session)): for what no store keeps, such as an unhealthy
-        session's validated prefix."""
-        tips, workflows = self._facts(index, None, None)
-        return summarize(
-            SessionFacts(
-                session_id=session_id,
-                events=events,
-                index=index,
-                health=health,
-                last_activity=last_activity,
-                lifecycle=lifecycle,
-                tips=tips,
-                workflows=workflows,
-            )
+        return SessionFacts(
+            session_id, events, index, health, last_activity, lifecycle, tips, workflows
         )
 
     def of_log(
@@ -123,17 +122,17 @@ class SummaryProjector:
         accumulator the store keeps beside its index: O(new events) + O(budget).
         `snapshots`/`pinned` replace the stores for this call (a transaction reading its
         own connection)."""
-        tips, workflows = self._facts(log.index, snapshots, pinned)
-        return log.summary.summarize(
+        facts = self._facts(
             log.session_id,
             log.events,
             log.index,
             health=HEALTHY,
             last_activity=last_activity,
             lifecycle=lifecycle,
-            tips=tips,
-            workflows=workflows,
+            snapshots=snapshots,
+            pinned=pinned,
         )
+        return log.summary.summarize(facts)
 
     def load(
         self, sessions: SessionStore, lifecycles: LifecycleStore, session_id: str
@@ -161,25 +160,24 @@ class SummaryProjector:
         if error.health is None:
             if error.code == "STORE_UNAVAILABLE":
                 return Failure(error)
-            return Success(
-                self.summarize(
-                    session_id, (), None, health=None, last_activity=activity, lifecycle=lifecycle
-                )
+            facts = self._facts(
+                session_id, (), None, health=None, last_activity=activity, lifecycle=lifecycle
             )
+            return Success(summarize(facts))
         prefix = sessions.load_prefix(session_id)
         events: tuple[DomainEvent, ...] = (
             prefix.unwrap().events if isinstance(prefix, Success) else ()
         )
-        return Success(
-            self.summarize(
-                session_id,
-                events,
-                replay(events),
-                health=error.health,
-                last_activity=activity,
-                lifecycle=lifecycle,
-            )
+        # an unhealthy session's validated prefix: no store keeps an accumulator for it
+        facts = self._facts(
+            session_id,
+            events,
+            replay(events),
+            health=error.health,
+            last_activity=activity,
+            lifecycle=lifecycle,
         )
+        return Success(summarize(facts))
 
     def _tip(self, ref: str, snapshots: ContentReader) -> TipState:
         cached = self._tips.get(ref)

@@ -3,7 +3,8 @@
 A session's summary is projected when a write commits (the session store's projector),
 while the writer is still held, from the accumulator kept beside the session's index, and
 again when its lifecycle record changes; filters and candidate searches are plain loops
-over the summaries, in the orders the other backends' indexes answer.
+over the summaries, in the orders the other backends' indexes answer, reading the query
+with the same normalisation and loose match as their SQL (store.summary_query).
 """
 
 from __future__ import annotations
@@ -11,39 +12,31 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Collection, Mapping
 from datetime import datetime
-from typing import Final
 
 from returns.result import Failure, Result, Success
 
 from workrail.core.canonical import canonical_bytes
 from workrail.core.ids import is_session_id
 from workrail.core.lifecycle import DEFAULT_LIFECYCLE, SessionLifecycle
-from workrail.core.summary import SessionSummary, matches_text
+from workrail.core.summary import SessionSummary
 from workrail.store.errors import StoreError
 from workrail.store.log_state import invalid_reference
 from workrail.store.memory.session_store import MemorySessionStore
 from workrail.store.memory.storage import MemoryStorage, SessionRows
-from workrail.store.ports import (
-    QUERY_PAGE_MAX,
-    CandidateQuery,
-    PageCursor,
-    SessionFilter,
-    SessionLog,
-    SummaryPage,
+from workrail.store.ports import CandidateQuery, PageCursor, SessionFilter, SessionLog, SummaryPage
+from workrail.store.summaries import SummaryProjector, SummarySource
+from workrail.store.summary_query import (
+    activity_us,
+    candidate_words,
+    loosely,
+    on_branch,
+    page_limit,
+    text_words,
 )
-from workrail.store.summaries import SummaryProjector
-
-PREFIX: Final = 3
-"""resume_session's loose match: words sharing their first three characters."""
-
-
-def _activity_us(summary: SessionSummary) -> int:
-    moment = summary.last_activity
-    return 0 if moment is None else int(moment.timestamp() * 1_000_000)
 
 
 def _newest_first(summary: SessionSummary) -> tuple[int, str]:
-    return (-_activity_us(summary), summary.session_id)
+    return (-activity_us(summary.last_activity), summary.session_id)
 
 
 def _lifecycle_of(rows: SessionRows | None) -> SessionLifecycle:
@@ -118,29 +111,13 @@ def _passes(summary: SessionSummary, where: SessionFilter) -> bool:
         return False
     if where.since is not None and summary.last_activity is None:
         return False
-    if where.since is not None and _activity_us(summary) < int(where.since.timestamp() * 1e6):
+    if where.since is not None and activity_us(summary.last_activity) < activity_us(where.since):
         return False
     if summary.archived != (where.archived == "only") and where.archived != "include":
         return False
     if where.healthy_only and not summary.is_healthy:
         return False
-    return where.text is None or matches_text(summary, where.text)
-
-
-def _loosely(words: Collection[str], corpus: frozenset[str]) -> bool:
-    """A corpus word equal to a short query word, or sharing a longer one's prefix."""
-    for word in words:
-        if len(word) <= PREFIX:
-            if word in corpus:
-                return True
-        elif any(term.startswith(word[:PREFIX]) for term in corpus):
-            return True
-    return False
-
-
-def _on_branch(summary: SessionSummary, branch: str) -> bool:
-    mine = summary.git_branch
-    return mine is not None and (mine.startswith(branch) or branch.startswith(mine))
+    return summary.words.issuperset(text_words(where))
 
 
 class MemorySessionQuery:
@@ -152,9 +129,7 @@ class MemorySessionQuery:
         projector: SummaryProjector,
     ) -> None:
         self._storage = storage
-        self._sessions = sessions
-        self._lifecycles = lifecycles
-        self._projector = projector
+        self._source = SummarySource(sessions, lifecycles, projector)
 
     # --- keeping the projection current -------------------------------------------------
 
@@ -162,7 +137,7 @@ class MemorySessionQuery:
         with self._storage.mutex:
             rows = self._storage.sessions.get(log.session_id)
             lifecycle, last = _lifecycle_of(rows), None if rows is None else rows.last_activity
-        summary = self._projector.of_log(log, last_activity=last, lifecycle=lifecycle)
+        summary = self._source.projector.of_log(log, last_activity=last, lifecycle=lifecycle)
         with self._storage.mutex:
             self._storage.summaries[log.session_id] = summary
 
@@ -176,7 +151,7 @@ class MemorySessionQuery:
         with self._storage.mutex:
             rows = self._storage.sessions.get(session_id)
             version = None if rows is None else rows.version
-        loaded = self._projector.load(self._sessions, self._lifecycles, session_id)
+        loaded = self._source.load(session_id)
         if isinstance(loaded, Failure):
             return Failure(loaded.failure())
         summary = loaded.unwrap()
@@ -210,14 +185,17 @@ class MemorySessionQuery:
     def page(
         self, where: SessionFilter, *, limit: int = 50, cursor: PageCursor | None = None
     ) -> Result[SummaryPage, StoreError]:
-        limit = max(1, min(limit, QUERY_PAGE_MAX))
+        limit = page_limit(limit)
         found = sorted((s for s in self._all() if _passes(s, where)), key=_newest_first)
         if cursor is not None:
             after = (-cursor.activity_us, cursor.session_id)
             found = [s for s in found if _newest_first(s) > after]
         shown = tuple(found[:limit])
         more = len(found) > limit
-        next_cursor = PageCursor(_activity_us(shown[-1]), shown[-1].session_id) if more else None
+        last = shown[-1] if more else None
+        next_cursor = (
+            None if last is None else PageCursor(activity_us(last.last_activity), last.session_id)
+        )
         return Success(SummaryPage(shown, next_cursor))
 
     def get(self, session_ids: Collection[str]) -> Result[Mapping[str, SessionSummary], StoreError]:
@@ -245,16 +223,15 @@ class MemorySessionQuery:
         ids.update(s.session_id for s in pool if s.session_id == query.session_id)
         if query.run_id is not None:
             ids.update(s.session_id for s in pool if query.run_id in {r.run_id for r in s.runs})
-        words = sorted(set(query.tokens) | set(query.workflow_tokens))
-        every = set(query.tokens) or set(words)
-        take(bool(words), [s for s in pool if every <= s.words])
-        take(bool(words), [s for s in pool if _loosely(words, s.words)])
+        words, every = candidate_words(query)
+        take(bool(words), [s for s in pool if s.words.issuperset(every)])
+        take(bool(words), [s for s in pool if loosely(words, s.words)])
         take(
             query.git_head_sha is not None,
             [s for s in pool if s.git_head_sha == query.git_head_sha],
         )
         branch = query.git_branch
-        take(branch is not None, [s for s in pool if branch and _on_branch(s, branch)])
+        take(branch is not None, [s for s in pool if branch and on_branch(s.git_branch, branch)])
         workspace = query.workspace
         take(
             workspace is not None,

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 from returns.result import Failure, Result, Success
 
@@ -27,27 +27,24 @@ from workrail.core.events import DomainEvent
 from workrail.core.ids import is_session_id
 from workrail.core.lifecycle import DEFAULT_LIFECYCLE, SessionLifecycle
 from workrail.core.summary import PROJECTION_VERSION, SessionSummary
-from workrail.core.text import tokens
 from workrail.store.errors import StoreError
-from workrail.store.ports import (
-    QUERY_PAGE_MAX,
-    CandidateQuery,
-    PageCursor,
-    SessionFilter,
-    SessionLog,
-    SummaryPage,
-)
+from workrail.store.ports import CandidateQuery, PageCursor, SessionFilter, SessionLog, SummaryPage
 from workrail.store.postgres.connection import Connection, Database
 from workrail.store.postgres.content import PostgresPinnedWorkflowStore, PostgresSnapshotStore
 from workrail.store.postgres.locks import session_lock_key
 from workrail.store.postgres.session_store import PostgresSessionStore
-from workrail.store.summaries import SummaryProjector
+from workrail.store.summaries import SummaryProjector, SummarySource
+from workrail.store.summary_query import (
+    POSTGRES,
+    candidate_sql,
+    page_limit,
+    page_of,
+    page_sql,
+    row_values,
+    upsert_sql,
+)
 
 log = logging.getLogger("workrail.store.postgres")
-
-
-def activity_us(moment: datetime | None) -> int:
-    return 0 if moment is None else int(moment.timestamp() * 1_000_000)
 
 
 def _lifecycle_on(conn: Connection, session_id: str) -> SessionLifecycle:
@@ -76,6 +73,9 @@ class _OnConnection:
         return self._store.get_on(self._conn, ref)
 
 
+_UPSERT: Final = upsert_sql(POSTGRES, ("projection",))
+
+
 def upsert_summary(
     conn: Connection,
     summary: SessionSummary,
@@ -84,34 +84,8 @@ def upsert_summary(
     """Write a summary's row, its corpus terms and its runs. `before` is what the terms
     and runs in the database are known to be: only the difference is written then (an
     append changes a few terms), else they are replaced."""
-    record = summary.to_record(corpus=False)
-    conn.execute(
-        "INSERT INTO workrail_summaries (session_id, projection, activity_us, status, archived, "
-        "healthy, workflow_id, workspace_path, repo_root_hash, git_branch, git_head_sha, "
-        "record) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-        "ON CONFLICT (session_id) DO UPDATE SET projection = EXCLUDED.projection, "
-        "activity_us = EXCLUDED.activity_us, status = EXCLUDED.status, "
-        "archived = EXCLUDED.archived, healthy = EXCLUDED.healthy, "
-        "workflow_id = EXCLUDED.workflow_id, workspace_path = EXCLUDED.workspace_path, "
-        "repo_root_hash = EXCLUDED.repo_root_hash, git_branch = EXCLUDED.git_branch, "
-        "git_head_sha = EXCLUDED.git_head_sha, record = EXCLUDED.record",
-        (
-            summary.session_id,
-            PROJECTION_VERSION,
-            activity_us(summary.last_activity),
-            summary.status,
-            summary.archived,
-            summary.is_healthy,
-            summary.workflow_id,
-            summary.workspace_path,
-            summary.repo_root_hash,
-            summary.git_branch,
-            summary.git_head_sha,
-            json.dumps(record, ensure_ascii=False, separators=(",", ":")),
-        ),
-    )
     sid = summary.session_id
-    runs = tuple(sorted({run.run_id for run in summary.runs}))
+    conn.execute(_UPSERT, (sid, PROJECTION_VERSION, *row_values(summary)))
     if before is None:
         conn.execute("DELETE FROM workrail_summary_terms WHERE session_id = %s", (sid,))
         gone: list[str] = []
@@ -130,6 +104,7 @@ def upsert_summary(
             "SELECT unnest(%s::text[]), %s ON CONFLICT DO NOTHING",  # never fail an append
             (new, sid),
         )
+    runs = tuple(sorted({run.run_id for run in summary.runs}))
     if before is None or before[1] != runs:
         conn.execute("DELETE FROM workrail_summary_runs WHERE session_id = %s", (sid,))
         if runs:
@@ -233,11 +208,9 @@ class PostgresSessionQuery:
         pinned: PostgresPinnedWorkflowStore,
     ) -> None:
         self._db = db
-        self._sessions = sessions
-        self._lifecycles = lifecycles
         self._snapshots = snapshots
         self._pinned = pinned
-        self._projector = SummaryProjector(snapshots, pinned)
+        self._source = SummarySource(sessions, lifecycles, SummaryProjector(snapshots, pinned))
 
     # --- the append transaction's projector ---------------------------------------------
 
@@ -254,7 +227,7 @@ class PostgresSessionQuery:
         before = None
         if known is not None and known[0] == log.count - len(events):
             before = (known[1], known[2])
-        summary = self._projector.of_log(
+        summary = self._source.projector.of_log(
             log,
             last_activity=last,
             lifecycle=_lifecycle_on(conn, session_id),
@@ -278,7 +251,20 @@ class PostgresSessionQuery:
             ).fetchall()
             return [str(r[0]) for r in rows]
 
-        found = self._db.run(outdated)
+        return self._reproject_each(outdated)
+
+    def rebuild(self) -> Result[int, StoreError]:
+        """Every summary projected again from the logs, one session at a time."""
+
+        def ids(conn: Connection) -> list[str]:
+            rows = conn.execute("SELECT session_id FROM workrail_sessions ORDER BY 1").fetchall()
+            return [str(r[0]) for r in rows]
+
+        return self._reproject_each(ids)
+
+    def _reproject_each(self, select: Callable[[Connection], list[str]]) -> Result[int, StoreError]:
+        """Project again each session `select` names, in order; how many."""
+        found = self._db.run(select)
         if isinstance(found, Failure):
             return Failure(found.failure())
         for session_id in found.unwrap():
@@ -294,7 +280,7 @@ class PostgresSessionQuery:
         def project(conn: Connection) -> None:
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (session_lock_key(session_id),))
-                loaded = self._projector.load(self._sessions, self._lifecycles, session_id)
+                loaded = self._source.load(session_id)
                 if isinstance(loaded, Failure):
                     raise _Refused(loaded.failure())
                 summary = loaded.unwrap()
@@ -310,48 +296,17 @@ class PostgresSessionQuery:
         except _Refused as refused:
             return Failure(refused.error)
 
-    def rebuild(self) -> Result[int, StoreError]:
-        """Every summary projected again from the logs, one session at a time."""
-
-        def ids(conn: Connection) -> list[str]:
-            rows = conn.execute("SELECT session_id FROM workrail_sessions ORDER BY 1").fetchall()
-            return [str(r[0]) for r in rows]
-
-        found = self._db.run(ids)
-        if isinstance(found, Failure):
-            return Failure(found.failure())
-        for session_id in found.unwrap():
-            done = self._reproject(session_id)
-            if isinstance(done, Failure):
-                return Failure(done.failure())
-        return Success(len(found.unwrap()))
-
     # --- the port ----------------------------------------------------------------------
 
     def page(
         self, where: SessionFilter, *, limit: int = 50, cursor: PageCursor | None = None
     ) -> Result[SummaryPage, StoreError]:
-        limit = max(1, min(limit, QUERY_PAGE_MAX))
-        sql, args = _filter_sql(where)
-        if cursor is not None:
-            sql += " AND (activity_us < %s OR (activity_us = %s AND session_id > %s))"
-            args += [cursor.activity_us, cursor.activity_us, cursor.session_id]
-
-        def select(conn: Connection) -> list[tuple[Any, ...]]:
-            return conn.execute(
-                f"SELECT record, activity_us, session_id FROM workrail_summaries WHERE {sql} "
-                "ORDER BY activity_us DESC, session_id ASC LIMIT %s",
-                [*args, limit + 1],
-            ).fetchall()
-
-        rows = self._db.run(select)
+        limit = page_limit(limit)
+        sql, args = page_sql(POSTGRES, where, limit, cursor)
+        rows = self._db.run(lambda conn: conn.execute(sql, args).fetchall())
         if isinstance(rows, Failure):
             return Failure(rows.failure())
-        found = rows.unwrap()
-        summaries = tuple(s for s in (_parse(str(r[0])) for r in found[:limit]) if s is not None)
-        last = found[limit - 1] if len(found) > limit else None
-        next_cursor = None if last is None else PageCursor(int(last[1]), str(last[2]))
-        return Success(SummaryPage(summaries, next_cursor))
+        return Success(page_of(rows.unwrap(), limit, _parse))
 
     def get(self, session_ids: Collection[str]) -> Result[Mapping[str, SessionSummary], StoreError]:
         wanted = sorted({s for s in session_ids if is_session_id(s)})
@@ -383,115 +338,10 @@ class _Refused(Exception):
         self.error = error
 
 
-def _filter_sql(where: SessionFilter) -> tuple[str, list[Any]]:
-    clauses = ["true"]
-    args: list[Any] = []
-    if where.statuses:
-        clauses.append("status = ANY(%s)")
-        args.append(sorted(where.statuses))
-    if where.workflow is not None:
-        clauses.append("workflow_id = %s")
-        args.append(where.workflow)
-    if where.workspace is not None:
-        clauses.append("(workspace_path = %s OR repo_root_hash = %s)")
-        args.extend([where.workspace, where.workspace])
-    if where.branch is not None:
-        clauses.append("git_branch = %s")
-        args.append(where.branch)
-    if where.since is not None:
-        clauses.append("activity_us >= %s")
-        args.append(activity_us(where.since))
-    if where.archived == "exclude":
-        clauses.append("NOT archived")
-    elif where.archived == "only":
-        clauses.append("archived")
-    if where.healthy_only:
-        clauses.append("healthy")
-    if where.text is not None:
-        wanted = sorted(set(tokens(where.text)))
-        if wanted:
-            clauses.append(_WITH_ALL)
-            args.extend([wanted, len(wanted)])
-    return " AND ".join(clauses), args
-
-
-_WITH_ALL = (
-    "session_id IN (SELECT session_id FROM workrail_summary_terms WHERE term = ANY(%s) "
-    "GROUP BY session_id HAVING count(*) = %s)"
-)
-"""Sessions whose corpus holds every one of the words (each term is there once)."""
-
-
-def _with_any(words: Sequence[str]) -> tuple[str, list[Any]]:
-    """Sessions with a word that starts as any longer word of `words` does (its first
-    three characters) or equals one of its short words: resume_session's loose match."""
-    clauses = ["term = ANY(%s)"]
-    args: list[Any] = [[w for w in words if len(w) <= 3]]
-    for word in words:
-        if len(word) > 3:
-            clauses.append("(term >= %s AND term < %s)")
-            args.extend([word[:3], word[:2] + chr(ord(word[2]) + 1)])
-    sql = " OR ".join(clauses)
-    return f"session_id IN (SELECT session_id FROM workrail_summary_terms WHERE {sql})", args
-
-
 def _candidates(conn: Connection, query: CandidateQuery) -> list[SessionSummary]:
-    base = ["true"]
-    if not query.include_archived:
-        base.append("NOT archived")
-    if not query.include_unhealthy:
-        base.append("healthy")
-    cond = " AND ".join(base)
-    n = max(1, query.per_signal)
-    recent = "ORDER BY activity_us DESC, session_id LIMIT %s"
     ids: set[str] = set()
-
-    def take(sql: str, args: list[Any]) -> None:
+    for sql, args in candidate_sql(POSTGRES, query):
         ids.update(str(r[0]) for r in conn.execute(sql, args).fetchall())
-
-    if query.session_id is not None:
-        take(
-            f"SELECT session_id FROM workrail_summaries WHERE {cond} AND session_id = %s",
-            [query.session_id],
-        )
-    if query.run_id is not None:
-        take(
-            f"SELECT s.session_id FROM workrail_summaries s JOIN workrail_summary_runs r "
-            f"ON r.session_id = s.session_id WHERE {cond} AND r.run_id = %s",
-            [query.run_id],
-        )
-    words = sorted(set(query.tokens) | set(query.workflow_tokens))
-    if words:
-        every = sorted(set(query.tokens)) or words
-        take(
-            f"SELECT session_id FROM workrail_summaries WHERE {cond} AND {_WITH_ALL} {recent}",
-            [every, len(every), n],
-        )
-        loose, loose_args = _with_any(words)
-        take(
-            f"SELECT session_id FROM workrail_summaries WHERE {cond} AND {loose} {recent}",
-            [*loose_args, n],
-        )
-    if query.git_head_sha is not None:
-        take(
-            f"SELECT session_id FROM workrail_summaries WHERE {cond} AND git_head_sha = %s "
-            f"{recent}",
-            [query.git_head_sha, n],
-        )
-    if query.git_branch is not None:
-        take(
-            f"SELECT session_id FROM workrail_summaries WHERE {cond} AND git_branch IS NOT NULL "
-            f"AND (git_branch = %s OR starts_with(git_branch, %s) OR starts_with(%s, git_branch)) "
-            f"{recent}",
-            [query.git_branch] * 3 + [n],
-        )
-    if query.workspace is not None:
-        take(
-            f"SELECT session_id FROM workrail_summaries WHERE {cond} AND "
-            f"(workspace_path = %s OR repo_root_hash = %s) {recent}",
-            [query.workspace, query.workspace, n],
-        )
-    take(f"SELECT session_id FROM workrail_summaries WHERE {cond} {recent}", [n])
     if not ids:
         return []
     rows = conn.execute(

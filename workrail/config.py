@@ -9,7 +9,7 @@ Parsing is pure (the environment is an argument), and every bad setting is a
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -142,30 +142,15 @@ def load_config(
     if isinstance(store, ConfigError):
         return Failure(store)
 
-    level = (overrides.log_level or env.get(LOG_LEVEL_ENV, "") or DEFAULT_LOG_LEVEL).upper()
-    if level not in LOG_LEVELS:
-        return Failure(ConfigError(LOG_LEVEL_ENV, f"must be one of {', '.join(LOG_LEVELS)}"))
-    log = LogSettings(level, absolute(overrides.log_file) if overrides.log_file else None)
-
-    try:
-        limits = RateLimits.from_env(env)
-    except ValueError as exc:
-        return Failure(ConfigError("fence rate limit", str(exc)))
-    fence_url = env.get(FENCE_URL_ENV, "").strip() or None
-    if fence_url not in (None, "sqlite") and not fence_url.startswith(
-        ("redis://", "rediss://", "unix://", *POSTGRES_SCHEMES)
-    ):
-        return Failure(
-            ConfigError(
-                FENCE_URL_ENV,
-                "must be empty (follow the session store), 'sqlite', a redis:// URL or a "
-                "postgresql:// URL",
-            )
-        )
-
-    insecure = env.get(INSECURE_KEYS_ENV, "").strip().lower()
-    if insecure not in ("", "0", "false", "no", "1", "true", "yes"):
-        return Failure(ConfigError(INSECURE_KEYS_ENV, "must be true or false"))
+    log = _log_settings(overrides, env, absolute)
+    if isinstance(log, ConfigError):
+        return Failure(log)
+    fence = _fence_settings(env)
+    if isinstance(fence, ConfigError):
+        return Failure(fence)
+    insecure = _allow_insecure_keys(env)
+    if isinstance(insecure, ConfigError):
+        return Failure(insecure)
 
     discovery = DiscoveryConfig(
         home=home,
@@ -180,11 +165,44 @@ def load_config(
             data_dir=data_dir,
             store_url=store,
             discovery=discovery,
-            fence=FenceSettings(fence_url, limits),
+            fence=fence,
             log=log,
-            allow_insecure_keys=insecure in ("1", "true", "yes"),
+            allow_insecure_keys=insecure,
         )
     )
+
+
+def _log_settings(
+    overrides: Overrides, env: Mapping[str, str], absolute: Callable[[str], Path]
+) -> LogSettings | ConfigError:
+    level = (overrides.log_level or env.get(LOG_LEVEL_ENV, "") or DEFAULT_LOG_LEVEL).upper()
+    if level not in LOG_LEVELS:
+        return ConfigError(LOG_LEVEL_ENV, f"must be one of {', '.join(LOG_LEVELS)}")
+    return LogSettings(level, absolute(overrides.log_file) if overrides.log_file else None)
+
+
+def _fence_settings(env: Mapping[str, str]) -> FenceSettings | ConfigError:
+    try:
+        limits = RateLimits.from_env(env)
+    except ValueError as exc:
+        return ConfigError("fence rate limit", str(exc))
+    fence_url = env.get(FENCE_URL_ENV, "").strip() or None
+    if fence_url not in (None, "sqlite") and not fence_url.startswith(
+        ("redis://", "rediss://", "unix://", *POSTGRES_SCHEMES)
+    ):
+        return ConfigError(
+            FENCE_URL_ENV,
+            "must be empty (follow the session store), 'sqlite', a redis:// URL or a "
+            "postgresql:// URL",
+        )
+    return FenceSettings(fence_url, limits)
+
+
+def _allow_insecure_keys(env: Mapping[str, str]) -> bool | ConfigError:
+    insecure = env.get(INSECURE_KEYS_ENV, "").strip().lower()
+    if insecure not in ("", "0", "false", "no", "1", "true", "yes"):
+        return ConfigError(INSECURE_KEYS_ENV, "must be true or false")
+    return insecure in ("1", "true", "yes")
 
 
 def _store_url(flag: str | None, env: Mapping[str, str]) -> str | None | ConfigError:

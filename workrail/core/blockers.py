@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import Annotated, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-from pydantic.alias_generators import to_camel
+from pydantic import Field, field_validator
+
+from workrail.core.budgets import BLOCKER_FIX_MAX_BYTES, BLOCKER_MESSAGE_MAX_BYTES, BLOCKERS_MAX
+from workrail.core.wire import CamelWire
 
 BlockerCode = Literal[
     "USER_ONLY_DEPENDENCY",
@@ -23,9 +25,6 @@ BlockerCode = Literal[
     "STORAGE_CORRUPTION_DETECTED",
 ]
 
-MAX_BLOCKERS: Final = 10
-MAX_MESSAGE_BYTES: Final = 512
-MAX_SUGGESTED_FIX_BYTES: Final = 1024
 _DELIMITER_SAFE = r"^[a-z0-9_-]+$"
 
 MISSING_OUTPUT_FIX: Final = (
@@ -40,32 +39,26 @@ INVALID_OUTPUT_FIX: Final = (
 )
 
 
-class _Wire(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, strict=True, alias_generator=to_camel, populate_by_name=True
-    )
-
-
-class ContextKeyPointer(_Wire):
+class ContextKeyPointer(CamelWire):
     kind: Literal["context_key"] = "context_key"
     key: Annotated[str, Field(pattern=_DELIMITER_SAFE)]
 
 
-class ContextBudgetPointer(_Wire):
+class ContextBudgetPointer(CamelWire):
     kind: Literal["context_budget"] = "context_budget"
 
 
-class OutputContractPointer(_Wire):
+class OutputContractPointer(CamelWire):
     kind: Literal["output_contract"] = "output_contract"
     contract_ref: Annotated[str, Field(min_length=1)]
 
 
-class CapabilityPointer(_Wire):
+class CapabilityPointer(CamelWire):
     kind: Literal["capability"] = "capability"
     capability: Annotated[str, Field(min_length=1)]
 
 
-class AssessmentDimensionPointer(_Wire):
+class AssessmentDimensionPointer(CamelWire):
     """The dimension of an assessment whose reported level requires a follow-up."""
 
     kind: Literal["assessment_dimension"] = "assessment_dimension"
@@ -73,7 +66,7 @@ class AssessmentDimensionPointer(_Wire):
     dimension_id: Annotated[str, Field(min_length=1)]
 
 
-class WorkflowStepPointer(_Wire):
+class WorkflowStepPointer(CamelWire):
     kind: Literal["workflow_step"] = "workflow_step"
     step_id: Annotated[str, Field(pattern=_DELIMITER_SAFE)]
 
@@ -96,7 +89,7 @@ def _check_bytes(text: str, limit: int, what: str) -> str:
     return text
 
 
-class Blocker(_Wire):
+class Blocker(CamelWire):
     code: BlockerCode
     pointer: BlockerPointer
     message: str
@@ -105,12 +98,12 @@ class Blocker(_Wire):
     @field_validator("message")
     @classmethod
     def _message_budget(cls, value: str) -> str:
-        return _check_bytes(value, MAX_MESSAGE_BYTES, "blocker message")
+        return _check_bytes(value, BLOCKER_MESSAGE_MAX_BYTES, "blocker message")
 
     @field_validator("suggested_fix")
     @classmethod
     def _fix_budget(cls, value: str | None) -> str | None:
-        return None if value is None else _check_bytes(value, MAX_SUGGESTED_FIX_BYTES, "fix")
+        return None if value is None else _check_bytes(value, BLOCKER_FIX_MAX_BYTES, "fix")
 
 
 def blocker_sort_key(blocker: Blocker) -> str:
@@ -132,8 +125,8 @@ def blocker_sort_key(blocker: Blocker) -> str:
     return f"{blocker.code}|{pointer.kind}|{stable}"
 
 
-class BlockerReport(_Wire):
-    blockers: Annotated[list[Blocker], Field(min_length=1, max_length=MAX_BLOCKERS)]
+class BlockerReport(CamelWire):
+    blockers: Annotated[list[Blocker], Field(min_length=1, max_length=BLOCKERS_MAX)]
 
     @field_validator("blockers")
     @classmethod

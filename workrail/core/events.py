@@ -18,6 +18,7 @@ from pydantic import (
     model_validator,
 )
 
+from workrail.core.budgets import NOTES_MAX_BYTES, TRACE_MAX_ENTRIES
 from workrail.core.wire import (
     DedupeKey,
     Digest,
@@ -140,8 +141,8 @@ class NotesPayload(Lenient):
 
     @model_validator(mode="after")
     def _budget(self) -> NotesPayload:
-        if len(self.notesMarkdown.encode("utf-8")) > 4096:
-            raise ValueError("notesMarkdown exceeds 4096 UTF-8 bytes")
+        if len(self.notesMarkdown.encode("utf-8")) > NOTES_MAX_BYTES:
+            raise ValueError(f"notesMarkdown exceeds {NOTES_MAX_BYTES} UTF-8 bytes")
         return self
 
 
@@ -254,7 +255,7 @@ class TraceEntry(Lenient):
 
 class DecisionTraceAppendedData(Lenient):
     traceId: NonEmptyStr
-    entries: Annotated[list[TraceEntry], Field(min_length=1, max_length=25)]
+    entries: Annotated[list[TraceEntry], Field(min_length=1, max_length=TRACE_MAX_ENTRIES)]
 
 
 class GapReason(Lenient):

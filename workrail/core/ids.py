@@ -1,7 +1,8 @@
 """Typed identifiers: `<prefix>_<26 lowercase base32>` carrying 16 random bytes.
 
 Minting takes the random bytes as an argument so the core stays deterministic; the shell
-passes `os.urandom(16)` (see `workrail.store.local.entropy`).
+passes 16 bytes from its entropy source (`EngineDeps.entropy` in `workrail.engine.deps`,
+`os.urandom` unless a test hands in another).
 """
 
 from __future__ import annotations

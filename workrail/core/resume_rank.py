@@ -146,14 +146,17 @@ def _branch_match(wanted: str | None, have: str | None) -> int:
 def rank(query: ResumeQuery, summaries: Sequence[SessionSummary]) -> list[Ranked]:
     """Every eligible run of `summaries`, best first (callers keep MAX_CANDIDATES)."""
     words = query.words
-    total = sum(weight(w) for w in words)
-    meaningful = [w for w in words if weight(w) == 1.0]
+    asked = _Asked(
+        query,
+        words,
+        total=sum(weight(w) for w in words),
+        meaningful=any(weight(w) == 1.0 for w in words),
+    )
     out: list[Ranked] = []
     for summary in summaries:
         if not summary.is_healthy:
             continue
-        corpus = summary.words
-        heads = _by_head(corpus) if words else {}
+        heads = _by_head(summary.words) if words else {}
         workspace = bool(
             query.workspace_keys
             and ({summary.workspace_path, summary.repo_root_hash} & query.workspace_keys)
@@ -161,68 +164,137 @@ def rank(query: ResumeQuery, summaries: Sequence[SessionSummary]) -> list[Ranked
         if query.same_workspace_only and not workspace:
             continue
         for run in summary.runs:
-            if run.preferred_tip is None:
-                continue
-            why: list[WhyMatched] = []
-            by_session = summary.session_id in (query.session_id, *words)
-            by_run = run.run_id in (query.run_id, *words)
-            exact = by_session or by_run
-            if by_session:
-                why.append("matched_session_id")
-            if by_run:
-                why.append("matched_run_id")
-            finished = run.status in ("complete", "complete_with_gaps")
-            if finished and not query.include_completed and not exact:
-                continue
-            if summary.archived and not exact:
-                continue
-            text_words = [w for w in words if w not in (summary.session_id, run.run_id)]
-            # Words said around the point ("continue the …") need not be in the notes.
-            needed = [w for w in text_words if w not in LOW_SIGNAL] or text_words
-            every = bool(needed) and all(w in corpus for w in needed)
-            if every:
-                why.append("matched_notes")
-            fuzzy = 0.0
-            if text_words and total:
-                fuzzy = sum(weight(w) * word_match(w, corpus, heads) for w in text_words) / sum(
-                    weight(w) for w in text_words
-                )
-            if not every and fuzzy >= FUZZY_THRESHOLD:
-                why.append("matched_fuzzy")
-            flow = frozenset(tokens(f"{run.workflow_id} {run.workflow_name}"))
-            by_workflow = any(w in flow for w in text_words if weight(w) > 0.2)
-            if by_workflow:
-                why.append("matched_workflow_id")
-            by_head = bool(query.git_head_sha) and query.git_head_sha == summary.git_head_sha
-            if by_head:
-                why.append("matched_head_sha")
-            branch = _branch_match(query.git_branch, summary.git_branch)
-            if branch:
-                why.append("matched_branch")
-            if workspace:
-                why.append("matched_workspace")
-            if not why or why == ["matched_workspace"]:
-                why.append("recency_fallback")
-            confidence: Confidence = "weak"
-            if exact or (every and meaningful) or (by_head and not words):
-                confidence = "strong"
-            elif every or fuzzy >= FUZZY_THRESHOLD or by_workflow or by_head or branch == 2:
-                confidence = "medium"
-            activity = summary.last_activity.timestamp() if summary.last_activity else 0.0
-            key: tuple[float | int | str, ...] = (
-                int(exact),
-                int(every),
-                round(fuzzy, 1) if fuzzy >= FUZZY_THRESHOLD else 0.0,
-                int(by_workflow),
-                int(by_head),
-                branch,
-                int(workspace),
-                int(not finished),
-                activity,
-            )
-            out.append(Ranked(summary, run, tuple(why), confidence, key))
+            ranked = _rank_run(asked, summary, run, heads, workspace)
+            if ranked is not None:
+                out.append(ranked)
     out.sort(key=lambda r: (tuple(-_num(k) for k in r.key), r.summary.session_id, r.run.run_id))
     return out
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """The query with what every candidate is measured against computed once."""
+
+    query: ResumeQuery
+    words: tuple[str, ...]
+    total: float
+    meaningful: bool
+    """Some query word carries full weight (not low-signal, longer than three)."""
+
+
+@dataclass(frozen=True)
+class _Signals:
+    """What one run matched, strongest first (the order of `why` and of the sort key)."""
+
+    by_session: bool
+    by_run: bool
+    every: bool
+    fuzzy: float
+    by_workflow: bool
+    by_head: bool
+    branch: int
+    workspace: bool
+    finished: bool
+
+    @property
+    def exact(self) -> bool:
+        return self.by_session or self.by_run
+
+    @property
+    def fuzzy_hit(self) -> bool:
+        return self.fuzzy >= FUZZY_THRESHOLD
+
+
+def _rank_run(
+    asked: _Asked,
+    summary: SessionSummary,
+    run: RunSummary,
+    heads: dict[str, list[str]],
+    workspace: bool,
+) -> Ranked | None:
+    """`run` as a candidate, or None when it is not one (no tip; finished or archived
+    without being named)."""
+    query, words = asked.query, asked.words
+    if run.preferred_tip is None:
+        return None
+    by_session = summary.session_id in (query.session_id, *words)
+    by_run = run.run_id in (query.run_id, *words)
+    finished = run.status in ("complete", "complete_with_gaps")
+    hidden = (finished and not query.include_completed) or summary.archived
+    if hidden and not (by_session or by_run):
+        return None
+    text_words = [w for w in words if w not in (summary.session_id, run.run_id)]
+    every, fuzzy = _text_match(text_words, asked.total, summary.words, heads)
+    flow = frozenset(tokens(f"{run.workflow_id} {run.workflow_name}"))
+    signals = _Signals(
+        by_session=by_session,
+        by_run=by_run,
+        every=every,
+        fuzzy=fuzzy,
+        by_workflow=any(w in flow for w in text_words if weight(w) > 0.2),
+        by_head=bool(query.git_head_sha) and query.git_head_sha == summary.git_head_sha,
+        branch=_branch_match(query.git_branch, summary.git_branch),
+        workspace=workspace,
+        finished=finished,
+    )
+    activity = summary.last_activity.timestamp() if summary.last_activity else 0.0
+    return Ranked(summary, run, _why(signals), _confidence(signals, asked), _key(signals, activity))
+
+
+def _text_match(
+    text_words: list[str], total: float, corpus: frozenset[str], heads: dict[str, list[str]]
+) -> tuple[bool, float]:
+    """Whether every needed word is in the notes, and the weighted fuzzy score."""
+    # Words said around the point ("continue the …") need not be in the notes.
+    needed = [w for w in text_words if w not in LOW_SIGNAL] or text_words
+    every = bool(needed) and all(w in corpus for w in needed)
+    fuzzy = 0.0
+    if text_words and total:
+        fuzzy = sum(weight(w) * word_match(w, corpus, heads) for w in text_words) / sum(
+            weight(w) for w in text_words
+        )
+    return every, fuzzy
+
+
+def _why(signals: _Signals) -> tuple[WhyMatched, ...]:
+    hits: tuple[tuple[object, WhyMatched], ...] = (
+        (signals.by_session, "matched_session_id"),
+        (signals.by_run, "matched_run_id"),
+        (signals.every, "matched_notes"),
+        (not signals.every and signals.fuzzy_hit, "matched_fuzzy"),
+        (signals.by_workflow, "matched_workflow_id"),
+        (signals.by_head, "matched_head_sha"),
+        (signals.branch, "matched_branch"),
+        (signals.workspace, "matched_workspace"),
+    )
+    why = [name for hit, name in hits if hit]
+    if not why or why == ["matched_workspace"]:
+        why.append("recency_fallback")
+    return tuple(why)
+
+
+def _confidence(signals: _Signals, asked: _Asked) -> Confidence:
+    named = signals.exact or (signals.every and asked.meaningful)
+    if named or (signals.by_head and not asked.words):
+        return "strong"
+    near = signals.every or signals.fuzzy_hit or signals.by_workflow
+    if near or signals.by_head or signals.branch == 2:
+        return "medium"
+    return "weak"
+
+
+def _key(signals: _Signals, activity: float) -> tuple[float | int | str, ...]:
+    return (
+        int(signals.exact),
+        int(signals.every),
+        round(signals.fuzzy, 1) if signals.fuzzy_hit else 0.0,
+        int(signals.by_workflow),
+        int(signals.by_head),
+        signals.branch,
+        int(signals.workspace),
+        int(not signals.finished),
+        activity,
+    )
 
 
 def _num(value: float | int | str) -> float:

@@ -11,14 +11,11 @@ from collections.abc import Iterable, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     ValidationError,
     field_validator,
     model_validator,
 )
-from pydantic.alias_generators import to_camel
 from returns.result import Failure, Result, Success
 
 from workrail.core.blockers import BlockerReport
@@ -30,6 +27,7 @@ from workrail.core.completed import (
     is_collated,
     sort_completed,
 )
+from workrail.core.wire import CamelWire
 
 __all__ = [
     "CompletedKeys",
@@ -44,24 +42,18 @@ SafeKey = Annotated[str, Field(pattern=KEY_PATTERN)]
 NonNegInt = Annotated[int, Field(ge=0)]
 
 
-class _Wire(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, strict=True, alias_generator=to_camel, populate_by_name=True
-    )
-
-
-class LoopPathFrame(_Wire):
+class LoopPathFrame(CamelWire):
     loop_id: SafeId
     iteration: NonNegInt
 
 
-class LoopFrame(_Wire):
+class LoopFrame(CamelWire):
     loop_id: SafeId
     iteration: NonNegInt
     body_index: NonNegInt
 
 
-class StepInstance(_Wire):
+class StepInstance(CamelWire):
     step_id: SafeId
     loop_path: list[LoopPathFrame] = Field(default_factory=list)
 
@@ -78,11 +70,11 @@ def step_instance_key(step_id: str, loop_path: Sequence[LoopPathFrame]) -> str:
     return f"{frames}::{step_id}"
 
 
-class PendingNone(_Wire):
+class PendingNone(CamelWire):
     kind: Literal["none"] = "none"
 
 
-class PendingSome(_Wire):
+class PendingSome(CamelWire):
     kind: Literal["some"] = "some"
     step: StepInstance
 
@@ -90,7 +82,7 @@ class PendingSome(_Wire):
 Pending = Annotated[PendingNone | PendingSome, Field(discriminator="kind")]
 
 
-class CompletedSet(_Wire):
+class CompletedSet(CamelWire):
     kind: Literal["set"] = "set"
     values: list[SafeKey] = Field(default_factory=list)
 
@@ -126,42 +118,42 @@ class CompletedSet(_Wire):
 _KEYS_ATTR = "_completed_keys"
 
 
-class ContractReason(_Wire):
+class ContractReason(CamelWire):
     kind: Literal["invalid_required_output", "missing_required_output"]
     contract_ref: Annotated[str, Field(min_length=1)]
 
 
-class MissingContextKeyReason(_Wire):
+class MissingContextKeyReason(CamelWire):
     kind: Literal["missing_context_key"] = "missing_context_key"
     key: Annotated[str, Field(min_length=1)]
 
 
-class ContextBudgetReason(_Wire):
+class ContextBudgetReason(CamelWire):
     kind: Literal["context_budget_exceeded"] = "context_budget_exceeded"
 
 
 RetryableReason = ContractReason | MissingContextKeyReason | ContextBudgetReason
 
 
-class UserOnlyDependencyReason(_Wire):
+class UserOnlyDependencyReason(CamelWire):
     kind: Literal["user_only_dependency"] = "user_only_dependency"
     detail: str
     step_id: SafeId
 
 
-class CapabilityReason(_Wire):
+class CapabilityReason(CamelWire):
     kind: Literal["required_capability_unknown", "required_capability_unavailable"]
     capability: str
 
 
-class PlainTerminalReason(_Wire):
+class PlainTerminalReason(CamelWire):
     kind: Literal["invariant_violation", "storage_corruption_detected", "evaluation_error"]
 
 
 TerminalReason = UserOnlyDependencyReason | CapabilityReason | PlainTerminalReason
 
 
-class RetryableBlock(_Wire):
+class RetryableBlock(CamelWire):
     kind: Literal["retryable_block"] = "retryable_block"
     reason: RetryableReason
     retry_attempt_id: Annotated[str, Field(min_length=1)]
@@ -169,7 +161,7 @@ class RetryableBlock(_Wire):
     blockers: BlockerReport
 
 
-class TerminalBlock(_Wire):
+class TerminalBlock(CamelWire):
     kind: Literal["terminal_block"] = "terminal_block"
     reason: TerminalReason
     validation_ref: str | None = None
@@ -179,15 +171,15 @@ class TerminalBlock(_Wire):
 BlockInfo = Annotated[RetryableBlock | TerminalBlock, Field(discriminator="kind")]
 
 
-class InitState(_Wire):
+class InitState(CamelWire):
     kind: Literal["init"] = "init"
 
 
-class CompleteState(_Wire):
+class CompleteState(CamelWire):
     kind: Literal["complete"] = "complete"
 
 
-class _Progress(_Wire):
+class _Progress(CamelWire):
     completed: CompletedSet = Field(default_factory=CompletedSet)
     loop_stack: list[LoopFrame] = Field(default_factory=list)
     pending: Pending = Field(default_factory=PendingNone)
@@ -224,12 +216,12 @@ EngineState = Annotated[
 ]
 
 
-class EnginePayload(_Wire):
+class EnginePayload(CamelWire):
     v: Literal[1] = 1
     engine_state: EngineState
 
 
-class ExecutionSnapshot(_Wire):
+class ExecutionSnapshot(CamelWire):
     v: Literal[1] = 1
     kind: Literal["execution_snapshot"] = "execution_snapshot"
     engine_payload: EnginePayload

@@ -10,8 +10,18 @@ from __future__ import annotations
 from typing import Annotated, Any, Final, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic.alias_generators import to_camel
 
 T = TypeVar("T")
+
+
+class CamelWire(BaseModel):
+    """A frozen, strict record the engine itself writes (snapshots, blockers, traces,
+    envelopes): camelCase names on the wire, unknown keys refused."""
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, strict=True, alias_generator=to_camel, populate_by_name=True
+    )
 
 
 def _is_none(value: object) -> bool:

@@ -117,6 +117,21 @@ def errors() -> list[dict[str, Any]]:
 def describe_result(rates: RateLimits | None = None, backend: str = "sqlite") -> dict[str, Any]:
     """The `result` object of the describe document."""
     return {
+        **_presentation(),
+        "backend": backend,
+        "input_schema": input_schema(),
+        "output_schema": output_schema(),
+        **_effects(),
+        "limits": limits(rates or RateLimits()),
+        "examples": _examples(),
+        "execution": {"errors": errors(), "idempotency": _idempotency()},
+        "endpoints": {"describe": ENDPOINT, "execute": ENDPOINT},
+    }
+
+
+def _presentation() -> dict[str, Any]:
+    """What the tool is and when to use it (the document's first keys, in order)."""
+    return {
         "slug": SLUG,
         "name": "Opaque Workflow Checkpoint",
         "version": VERSION,
@@ -150,9 +165,12 @@ def describe_result(rates: RateLimits | None = None, backend: str = "sqlite") ->
             "100 concurrent claim contenders",
             "MCP Streamable HTTP",
         ],
-        "backend": backend,
-        "input_schema": input_schema(),
-        "output_schema": output_schema(),
+    }
+
+
+def _effects() -> dict[str, Any]:
+    """What a call changes and what the backend keeps."""
+    return {
         "payment": {"kind": "free"},
         "side_effects": [
             "Claim creates or recovers an expiring owned generation.",
@@ -166,35 +184,36 @@ def describe_result(rates: RateLimits | None = None, backend: str = "sqlite") ->
             " namespace, workflow key, holder, observation key, and external content are never"
             " stored or returned."
         ),
-        "limits": limits(rates or RateLimits()),
-        "examples": {
-            "input": EXAMPLE_INPUT,
-            "output": EXAMPLE_OUTPUT,
-            "negative": [
-                {
-                    "scenario": "A permanent audit log, cross-plugin transaction, or external"
-                    " exactly-once guarantee is required.",
-                    "expected_error": "INVALID_INPUT",
-                    "charged": False,
-                }
-            ],
+    }
+
+
+def _examples() -> dict[str, Any]:
+    return {
+        "input": EXAMPLE_INPUT,
+        "output": EXAMPLE_OUTPUT,
+        "negative": [
+            {
+                "scenario": "A permanent audit log, cross-plugin transaction, or external"
+                " exactly-once guarantee is required.",
+                "expected_error": "INVALID_INPUT",
+                "charged": False,
+            }
+        ],
+    }
+
+
+def _idempotency() -> dict[str, Any]:
+    return {
+        "required": True,
+        "required_by_action": {
+            "claim": True,
+            "transition": True,
+            "status": False,
+            "abandon": True,
         },
-        "execution": {
-            "errors": errors(),
-            "idempotency": {
-                "required": True,
-                "required_by_action": {
-                    "claim": True,
-                    "transition": True,
-                    "status": False,
-                    "abandon": True,
-                },
-                "mock_or_unpaid_header": "Idempotency-Key",
-                "x402_extension": None,
-                "replay_retention": "up to 24 hours",
-            },
-        },
-        "endpoints": {"describe": ENDPOINT, "execute": ENDPOINT},
+        "mock_or_unpaid_header": "Idempotency-Key",
+        "x402_extension": None,
+        "replay_retention": "up to 24 hours",
     }
 
 

@@ -17,7 +17,6 @@ replica recorded, so a replica with another `keys/fence.key` is refused on every
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,25 +25,14 @@ from typing import Final
 
 import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
-from returns.result import Success
 
-from workrail.fence.backend import (
-    REPLAY_RETENTION_MS,
-    BackendUnavailable,
-    FenceKeyMismatch,
-    Gate,
-    StoredReply,
-)
-from workrail.fence.decide import Decision, decide
-from workrail.fence.ratelimit import RateLimits, over_limit, retry_after_seconds, window_of
-from workrail.fence.record import CheckpointRecord, Command, StatusCommand
+from workrail.fence.backend import BackendUnavailable, FenceKeyMismatch
+from workrail.fence.sql_backend import FENCE_KEY_SETTING, FenceSql, SqlConnection, SqlFenceBackend
 from workrail.store.postgres.connection import Connection, connect_kwargs, one_line
 from workrail.store.postgres.migrations import SchemaTooNew, migrate
 
 POOL_SIZE: Final = 4
 POOL_WAIT_SECONDS: Final = 5.0
-GLOBAL_SCOPE: Final = "global"
-FENCE_KEY_SETTING: Final = "fence-key"
 GATE_LOCK: Final = (0x57524B52, 2)
 """`pg_advisory_xact_lock(int, int)` key ('WRKR', 2) serialising budget checks; the
 migrations use ('WRKR', 1)."""
@@ -55,6 +43,25 @@ _TABLES: Final = (
     "workrail_fence_replays",
     "workrail_fence_settings",
 )
+_SQL: Final = FenceSql(
+    load="SELECT record FROM workrail_fence_checkpoints WHERE workflow_hash = %s",
+    store="INSERT INTO workrail_fence_checkpoints (workflow_hash, record, expires_ms)"
+    " VALUES (%s, %s, %s) ON CONFLICT (workflow_hash) DO UPDATE SET"
+    " record = EXCLUDED.record, expires_ms = EXCLUDED.expires_ms",
+    purge_checkpoints="DELETE FROM workrail_fence_checkpoints WHERE expires_ms <= %s",
+    count="SELECT count FROM workrail_fence_budgets WHERE scope = %s AND window_index = %s",
+    bump="INSERT INTO workrail_fence_budgets (scope, window_index, count)"
+    " VALUES (%s, %s, 1) ON CONFLICT (scope, window_index)"
+    " DO UPDATE SET count = workrail_fence_budgets.count + 1",
+    purge_budgets="DELETE FROM workrail_fence_budgets WHERE window_index < %s",
+    setting="SELECT value FROM workrail_fence_settings WHERE name = %s",
+    set_paused="INSERT INTO workrail_fence_settings (name, value) VALUES ('paused', %s)"
+    " ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value",
+    recall="SELECT reply FROM workrail_fence_replays WHERE key = %s AND expires_ms > %s",
+    purge_replays="DELETE FROM workrail_fence_replays WHERE expires_ms <= %s",
+    remember="INSERT INTO workrail_fence_replays (key, reply, expires_ms) VALUES (%s, %s, %s)"
+    " ON CONFLICT (key) DO NOTHING",
+)
 
 
 def checkpoint_lock_key(workflow_hash: str) -> int:
@@ -63,12 +70,13 @@ def checkpoint_lock_key(workflow_hash: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
-class PostgresFenceBackend:
+class PostgresFenceBackend(SqlFenceBackend):
     """Selected by default when the session store is PostgreSQL (or by
     `WORKRAIL_FENCE_URL=postgresql://…`). `key_check` is the digest of the fence key the
     service digests identities with; actions with a different one are refused."""
 
     name = "postgresql"
+    sql = _SQL
 
     def __init__(
         self, url: str, *, key_check: str | None = None, pool_size: int = POOL_SIZE
@@ -114,13 +122,11 @@ class PostgresFenceBackend:
             )
         self._check_key(conn)
 
-    def _check_key(self, conn: Connection) -> None:
+    def _check_key(self, conn: SqlConnection) -> None:
         if self._key_check is None:
             return
-        row = conn.execute(
-            "SELECT value FROM workrail_fence_settings WHERE name = %s", (FENCE_KEY_SETTING,)
-        ).fetchone()
-        if row is not None and row[0] != self._key_check:
+        recorded = self._setting(conn, FENCE_KEY_SETTING)
+        if recorded is not None and recorded != self._key_check:
             raise FenceKeyMismatch("the shared PostgreSQL fence records another fence key")
 
     @contextmanager
@@ -152,80 +158,13 @@ class PostgresFenceBackend:
         moment: datetime = row[0]
         return moment.astimezone(UTC)
 
-    def apply(self, command: Command, now_ms: int) -> Decision:
-        if isinstance(command, StatusCommand):
-            with self._db() as conn:
-                return decide(_load(conn, command.workflow_hash), command, now_ms)
-        with self._transaction() as conn:
-            conn.execute(
-                "SELECT pg_advisory_xact_lock(%s)", (checkpoint_lock_key(command.workflow_hash),)
-            )
-            self._check_key(conn)
-            decision = decide(_load(conn, command.workflow_hash), command, now_ms)
-            match decision:
-                case Success(outcome) if outcome.changed:
-                    _store(conn, outcome.record)
-                    conn.execute(
-                        "DELETE FROM workrail_fence_checkpoints WHERE expires_ms <= %s", (now_ms,)
-                    )
-                case _:
-                    pass
-        return decision
+    def _lock_checkpoint(self, conn: SqlConnection, workflow_hash: str) -> None:
+        """Serialise every replica's actions on one workflow, and refuse a foreign key."""
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (checkpoint_lock_key(workflow_hash),))
+        self._check_key(conn)
 
-    def gate(self, client: str, now_ms: int, limits: RateLimits) -> Gate:
-        window = window_of(now_ms)
-        with self._transaction() as conn:
-            if _setting(conn, "paused") == "1":
-                return "paused"
-            conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", GATE_LOCK)
-            counts = {scope: _count(conn, scope, window) for scope in (client, GLOBAL_SCOPE)}
-            if over_limit(counts[client], limits.client_rpm) or over_limit(
-                counts[GLOBAL_SCOPE], limits.global_rpm
-            ):
-                return retry_after_seconds(now_ms)
-            for scope in (client, GLOBAL_SCOPE):
-                conn.execute(
-                    "INSERT INTO workrail_fence_budgets (scope, window_index, count)"
-                    " VALUES (%s, %s, 1) ON CONFLICT (scope, window_index)"
-                    " DO UPDATE SET count = workrail_fence_budgets.count + 1",
-                    (scope, window),
-                )
-            conn.execute(
-                "DELETE FROM workrail_fence_budgets WHERE window_index < %s", (window - 1,)
-            )
-            return "open"
-
-    def is_paused(self) -> bool:
-        with self._db() as conn:
-            return _setting(conn, "paused") == "1"
-
-    def set_paused(self, paused: bool) -> None:
-        with self._db() as conn:
-            conn.execute(
-                "INSERT INTO workrail_fence_settings (name, value) VALUES ('paused', %s)"
-                " ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value",
-                ("1" if paused else "0",),
-            )
-
-    def recall(self, key: str, now_ms: int) -> StoredReply | None:
-        with self._db() as conn:
-            row = conn.execute(
-                "SELECT reply FROM workrail_fence_replays WHERE key = %s AND expires_ms > %s",
-                (key, now_ms),
-            ).fetchone()
-        if row is None:
-            return None
-        return StoredReply.from_doc(json.loads(row[0]))
-
-    def remember(self, key: str, reply: StoredReply, now_ms: int) -> None:
-        doc = json.dumps(reply.doc())
-        with self._transaction() as conn:
-            conn.execute("DELETE FROM workrail_fence_replays WHERE expires_ms <= %s", (now_ms,))
-            conn.execute(
-                "INSERT INTO workrail_fence_replays (key, reply, expires_ms) VALUES (%s, %s, %s)"
-                " ON CONFLICT (key) DO NOTHING",
-                (key, doc, now_ms + REPLAY_RETENTION_MS),
-            )
+    def _lock_budgets(self, conn: SqlConnection) -> None:
+        conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", GATE_LOCK)
 
     def stored_bytes(self) -> bytes:
         chunks: list[bytes] = []
@@ -237,35 +176,3 @@ class PostgresFenceBackend:
 
     def close(self) -> None:
         self._pool.close()
-
-
-def _load(conn: Connection, workflow_hash: str) -> CheckpointRecord | None:
-    row = conn.execute(
-        "SELECT record FROM workrail_fence_checkpoints WHERE workflow_hash = %s",
-        (workflow_hash,),
-    ).fetchone()
-    return None if row is None else CheckpointRecord.model_validate_json(row[0])
-
-
-def _store(conn: Connection, record: CheckpointRecord) -> None:
-    conn.execute(
-        "INSERT INTO workrail_fence_checkpoints (workflow_hash, record, expires_ms)"
-        " VALUES (%s, %s, %s) ON CONFLICT (workflow_hash) DO UPDATE SET"
-        " record = EXCLUDED.record, expires_ms = EXCLUDED.expires_ms",
-        (record.workflow_hash, record.model_dump_json(), record.state_expires_ms),
-    )
-
-
-def _count(conn: Connection, scope: str, window: int) -> int:
-    row = conn.execute(
-        "SELECT count FROM workrail_fence_budgets WHERE scope = %s AND window_index = %s",
-        (scope, window),
-    ).fetchone()
-    return 0 if row is None else int(row[0])
-
-
-def _setting(conn: Connection, name: str) -> str | None:
-    row = conn.execute(
-        "SELECT value FROM workrail_fence_settings WHERE name = %s", (name,)
-    ).fetchone()
-    return None if row is None else str(row[0])

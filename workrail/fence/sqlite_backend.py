@@ -9,7 +9,6 @@ first request, so a problem with it is a per-call DEPENDENCY_UNAVAILABLE, not a 
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
@@ -19,23 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
-from returns.result import Success
-
-from workrail.fence.backend import (
-    REPLAY_RETENTION_MS,
-    BackendUnavailable,
-    FenceKeyReplaced,
-    Gate,
-    StoredReply,
-)
-from workrail.fence.decide import Decision, decide
-from workrail.fence.ratelimit import (
-    RateLimits,
-    over_limit,
-    retry_after_seconds,
-    window_of,
-)
-from workrail.fence.record import CheckpointRecord, Command, StatusCommand
+from workrail.fence.backend import BackendUnavailable, FenceKeyReplaced
+from workrail.fence.sql_backend import FENCE_KEY_SETTING, FenceSql, SqlConnection, SqlFenceBackend
 from workrail.store.fsio import ensure_tree, open_regular
 
 _SCHEMA: Final = """
@@ -64,18 +48,35 @@ CREATE TABLE IF NOT EXISTS settings (
 """
 _TABLES: Final = _SCHEMA.count("CREATE TABLE")
 BUSY_TIMEOUT_MS: Final = 10_000
-GLOBAL_SCOPE: Final = "global"
-FENCE_KEY_SETTING: Final = "fence-key"
+_SQL: Final = FenceSql(
+    load="SELECT record FROM checkpoints WHERE workflow_hash = ?",
+    store="INSERT INTO checkpoints (workflow_hash, record, expires_ms) VALUES (?, ?, ?)"
+    " ON CONFLICT (workflow_hash) DO UPDATE SET record = excluded.record,"
+    " expires_ms = excluded.expires_ms",
+    purge_checkpoints="DELETE FROM checkpoints WHERE expires_ms <= ?",
+    count="SELECT count FROM budgets WHERE scope = ? AND window = ?",
+    bump="INSERT INTO budgets (scope, window, count) VALUES (?, ?, 1)"
+    " ON CONFLICT (scope, window) DO UPDATE SET count = count + 1",
+    purge_budgets="DELETE FROM budgets WHERE window < ?",
+    setting="SELECT value FROM settings WHERE name = ?",
+    set_paused="INSERT INTO settings (name, value) VALUES ('paused', ?)"
+    " ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+    recall="SELECT reply FROM replays WHERE key = ? AND expires_ms > ?",
+    purge_replays="DELETE FROM replays WHERE expires_ms <= ?",
+    remember="INSERT INTO replays (key, reply, expires_ms) VALUES (?, ?, ?)"
+    " ON CONFLICT (key) DO NOTHING",
+)
 
 
 def sqlite_path(data_dir: Path) -> Path:
     return data_dir / "fence" / "fence.sqlite3"
 
 
-class SqliteBackend:
+class SqliteBackend(SqlFenceBackend):
     """The default backend. One connection per instance, guarded for use from threads."""
 
     name = "sqlite"
+    sql = _SQL
 
     def __init__(
         self,
@@ -138,7 +139,7 @@ class SqliteBackend:
             return
         conn.execute("BEGIN IMMEDIATE")
         try:
-            recorded = _setting(conn, FENCE_KEY_SETTING)
+            recorded = self._setting(conn, FENCE_KEY_SETTING)
             if recorded is None and not (self._key_created and _holds_state(conn)):
                 conn.execute(
                     "INSERT INTO settings (name, value) VALUES (?, ?)",
@@ -190,69 +191,11 @@ class SqliteBackend:
                 conn.execute("ROLLBACK")
                 raise
 
-    def apply(self, command: Command, now_ms: int) -> Decision:
-        if isinstance(command, StatusCommand):
-            with self._db() as conn:
-                return decide(_load(conn, command.workflow_hash), command, now_ms)
-        with self._transaction() as conn:
-            decision = decide(_load(conn, command.workflow_hash), command, now_ms)
-            match decision:
-                case Success(outcome) if outcome.changed:
-                    _store(conn, outcome.record)
-                    conn.execute("DELETE FROM checkpoints WHERE expires_ms <= ?", (now_ms,))
-                case _:
-                    pass
-        return decision
+    def _lock_checkpoint(self, conn: SqlConnection, workflow_hash: str) -> None:
+        """Nothing more: `BEGIN IMMEDIATE` already holds the database's one write lock."""
 
-    def gate(self, client: str, now_ms: int, limits: RateLimits) -> Gate:
-        window = window_of(now_ms)
-        with self._transaction() as conn:
-            if _setting(conn, "paused") == "1":
-                return "paused"
-            counts = {scope: _count(conn, scope, window) for scope in (client, GLOBAL_SCOPE)}
-            if over_limit(counts[client], limits.client_rpm) or over_limit(
-                counts[GLOBAL_SCOPE], limits.global_rpm
-            ):
-                return retry_after_seconds(now_ms)
-            for scope in (client, GLOBAL_SCOPE):
-                conn.execute(
-                    "INSERT INTO budgets (scope, window, count) VALUES (?, ?, 1)"
-                    " ON CONFLICT (scope, window) DO UPDATE SET count = count + 1",
-                    (scope, window),
-                )
-            conn.execute("DELETE FROM budgets WHERE window < ?", (window - 1,))
-            return "open"
-
-    def is_paused(self) -> bool:
-        with self._db() as conn:
-            return _setting(conn, "paused") == "1"
-
-    def set_paused(self, paused: bool) -> None:
-        with self._db() as conn:
-            conn.execute(
-                "INSERT INTO settings (name, value) VALUES ('paused', ?)"
-                " ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-                ("1" if paused else "0",),
-            )
-
-    def recall(self, key: str, now_ms: int) -> StoredReply | None:
-        with self._db() as conn:
-            row = conn.execute(
-                "SELECT reply FROM replays WHERE key = ? AND expires_ms > ?", (key, now_ms)
-            ).fetchone()
-        if row is None:
-            return None
-        return StoredReply.from_doc(json.loads(row[0]))
-
-    def remember(self, key: str, reply: StoredReply, now_ms: int) -> None:
-        doc = json.dumps(reply.doc())
-        with self._transaction() as conn:
-            conn.execute("DELETE FROM replays WHERE expires_ms <= ?", (now_ms,))
-            conn.execute(
-                "INSERT INTO replays (key, reply, expires_ms) VALUES (?, ?, ?)"
-                " ON CONFLICT (key) DO NOTHING",
-                (key, doc, now_ms + REPLAY_RETENTION_MS),
-            )
+    def _lock_budgets(self, conn: SqlConnection) -> None:
+        """Nothing more, as for a checkpoint."""
 
     def stored_bytes(self) -> bytes:
         with self._db() as conn:
@@ -271,29 +214,6 @@ class SqliteBackend:
                 self._conn = None
 
 
-def _load(conn: sqlite3.Connection, workflow_hash: str) -> CheckpointRecord | None:
-    row = conn.execute(
-        "SELECT record FROM checkpoints WHERE workflow_hash = ?", (workflow_hash,)
-    ).fetchone()
-    return None if row is None else CheckpointRecord.model_validate_json(row[0])
-
-
-def _store(conn: sqlite3.Connection, record: CheckpointRecord) -> None:
-    conn.execute(
-        "INSERT INTO checkpoints (workflow_hash, record, expires_ms) VALUES (?, ?, ?)"
-        " ON CONFLICT (workflow_hash) DO UPDATE SET record = excluded.record,"
-        " expires_ms = excluded.expires_ms",
-        (record.workflow_hash, record.model_dump_json(), record.state_expires_ms),
-    )
-
-
-def _count(conn: sqlite3.Connection, scope: str, window: int) -> int:
-    row = conn.execute(
-        "SELECT count FROM budgets WHERE scope = ? AND window = ?", (scope, window)
-    ).fetchone()
-    return 0 if row is None else int(row[0])
-
-
 def _holds_state(conn: sqlite3.Connection) -> bool:
     """Whether any checkpoint or kept reply exists (expired ones included: they are only
     deleted lazily, and refusing is the safe side)."""
@@ -301,8 +221,3 @@ def _holds_state(conn: sqlite3.Connection) -> bool:
         conn.execute(f"SELECT 1 FROM {table} LIMIT 1").fetchone() is not None
         for table in ("checkpoints", "replays")
     )
-
-
-def _setting(conn: sqlite3.Connection, name: str) -> str | None:
-    row = conn.execute("SELECT value FROM settings WHERE name = ?", (name,)).fetchone()
-    return None if row is None else str(row[0])

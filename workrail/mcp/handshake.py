@@ -197,6 +197,20 @@ def answer_listing(frame: bytes, results: Mapping[str, bytes]) -> tuple[int | st
     return request_id, line
 
 
+def plain_request(frame: bytes, method: str) -> tuple[int | str, Any] | None:
+    """(id, params) when `frame` is plain JSON (see _plain_json) making a `method` request
+    with a plain id and params; None otherwise."""
+    try:
+        request = _plain_json(frame)
+        if not isinstance(request, dict) or set(request) != _LISTING_KEYS[1]:
+            raise _Unsure
+        if request["jsonrpc"] != "2.0" or request["method"] != method:
+            raise _Unsure
+        return _plain_id(request["id"]), request["params"]
+    except _Unsure:
+        return None
+
+
 def _capabilities(capabilities: Any) -> None:
     """Objects all the way down (every capability the SDK models is an object of
     objects), except roots.listChanged, a boolean."""

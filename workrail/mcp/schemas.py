@@ -7,8 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mcp.types import ToolAnnotations
-
 from workrail.core.ids import SESSION_ID_RE
 from workrail.mcp.instructions import INSTRUCTIONS as INSTRUCTIONS
 from workrail.mcp.instructions import LOOP as _LOOP
@@ -50,12 +48,22 @@ _CONTEXT: dict[str, Any] = {
 
 
 @dataclass(frozen=True)
+class Hints:
+    """A tool's behaviour hints (MCP `ToolAnnotations`; none of ours is destructive or
+    reaches the open world). Plain data: the SDK's model is built only with the server,
+    so a tool call answered before the SDK loads does not import it."""
+
+    read_only: bool
+    idempotent: bool
+
+
+@dataclass(frozen=True)
 class ToolSpec:
     name: str
     title: str
     description: str
     input_schema: dict[str, Any]
-    annotations: ToolAnnotations
+    annotations: Hints
     example: dict[str, Any]
     """A correct call, sent back in VALIDATION_ERROR details as `correctTemplate`."""
     output_schema: dict[str, Any] | None = None
@@ -83,13 +91,8 @@ def _token(description: str) -> dict[str, Any]:
     }
 
 
-def _annotations(*, read_only: bool, idempotent: bool) -> ToolAnnotations:
-    return ToolAnnotations(
-        read_only_hint=read_only,
-        destructive_hint=False,
-        idempotent_hint=idempotent,
-        open_world_hint=False,
-    )
+def _annotations(*, read_only: bool, idempotent: bool) -> Hints:
+    return Hints(read_only=read_only, idempotent=idempotent)
 
 
 LIST_WORKFLOWS = ToolSpec(

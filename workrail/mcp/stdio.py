@@ -113,70 +113,75 @@ async def stdio_streams(
     try:
         to_server, read_stream = create_context_streams[SessionMessage | Exception](0)
         write_stream, from_server = create_context_streams[SessionMessage](0)
-        out_lock = anyio.Lock()
-        # Requests forwarded and not yet answered: at EOF the SDK's loop cancels whatever
-        # is in flight, so the read side stays open until these are answered (bounded).
-        unanswered: set[types.RequestId] = set()
-        answered_all = anyio.Event()
-        at_eof = False
-        sent_already = answered
-
-        async def send_line(data: bytes) -> None:
-            async with out_lock:
-                await wire.writer.line(data)
-
-        async def read_frames() -> None:
-            async with to_server:
-                async for frame in wire.remaining():
-                    if frame is not None and not frame.strip():
-                        continue
-                    parsed = _too_long() if frame is None else parse_frame(frame)
-                    if isinstance(parsed, dict):
-                        await send_line(json.dumps(parsed, separators=(",", ":")).encode())
-                        continue
-                    if isinstance(parsed, types.JSONRPCRequest):
-                        unanswered.add(parsed.id)
-                    await to_server.send(SessionMessage(parsed))
-                nonlocal at_eof
-                at_eof = True
-                if not unanswered:
-                    answered_all.set()
-                with anyio.move_on_after(DRAIN_SECONDS):
-                    await answered_all.wait()
-
-        def is_duplicate(message: types.JSONRPCMessage, payload: bytes) -> bool:
-            nonlocal sent_already
-            if sent_already is None or not isinstance(
-                message, types.JSONRPCResponse | types.JSONRPCError
-            ):
-                return False
-            request_id, line = sent_already
-            if message.id != request_id:
-                return False
-            sent_already = None
-            if payload != line:
-                log.error(
-                    "The initialize answer sent at start-up differs from the SDK's; the SDK's: %s",
-                    payload[:2000].decode("utf-8", errors="replace"),
-                )
-            return True
-
-        async def write_messages() -> None:
-            async with from_server:
-                async for session_message in from_server:
-                    message = session_message.message
-                    data = wire_bytes(message)
-                    if not is_duplicate(message, data):
-                        await send_line(data)
-                    if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
-                        unanswered.discard(message.id)
-                        if at_eof and not unanswered:
-                            answered_all.set()
-
+        pump = _Pump(wire, answered)
         async with anyio.create_task_group() as tg:
-            tg.start_soon(read_frames)
-            tg.start_soon(write_messages)
+            tg.start_soon(pump.read_frames, to_server)
+            tg.start_soon(pump.write_messages, from_server)
             yield read_stream, write_stream
             await write_stream.aclose()  # the server is done: let the writer drain and end
     finally:
         wire.close()
+
+
+class _Pump:
+    """Frames from the wire to the server, and the server's messages to the wire."""
+
+    def __init__(self, wire: StdioWire, answered: tuple[types.RequestId, bytes] | None) -> None:
+        self._wire = wire
+        self._out_lock = anyio.Lock()
+        # Requests forwarded and not yet answered: at EOF the SDK's loop cancels whatever
+        # is in flight, so the read side stays open until these are answered (bounded).
+        self._unanswered: set[types.RequestId] = set()
+        self._answered_all = anyio.Event()
+        self._at_eof = False
+        self._sent_already = answered
+
+    async def _send_line(self, data: bytes) -> None:
+        async with self._out_lock:
+            await self._wire.writer.line(data)
+
+    async def read_frames(self, to_server: ContextSendStream[SessionMessage | Exception]) -> None:
+        async with to_server:
+            async for frame in self._wire.remaining():
+                if frame is not None and not frame.strip():
+                    continue
+                parsed = _too_long() if frame is None else parse_frame(frame)
+                if isinstance(parsed, dict):
+                    await self._send_line(json.dumps(parsed, separators=(",", ":")).encode())
+                    continue
+                if isinstance(parsed, types.JSONRPCRequest):
+                    self._unanswered.add(parsed.id)
+                await to_server.send(SessionMessage(parsed))
+            self._at_eof = True
+            if not self._unanswered:
+                self._answered_all.set()
+            with anyio.move_on_after(DRAIN_SECONDS):
+                await self._answered_all.wait()
+
+    async def write_messages(self, from_server: ContextReceiveStream[SessionMessage]) -> None:
+        async with from_server:
+            async for session_message in from_server:
+                message = session_message.message
+                data = wire_bytes(message)
+                if not self._is_duplicate(message, data):
+                    await self._send_line(data)
+                if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+                    self._unanswered.discard(message.id)
+                    if self._at_eof and not self._unanswered:
+                        self._answered_all.set()
+
+    def _is_duplicate(self, message: types.JSONRPCMessage, payload: bytes) -> bool:
+        if self._sent_already is None or not isinstance(
+            message, types.JSONRPCResponse | types.JSONRPCError
+        ):
+            return False
+        request_id, line = self._sent_already
+        if message.id != request_id:
+            return False
+        self._sent_already = None
+        if payload != line:
+            log.error(
+                "The initialize answer sent at start-up differs from the SDK's; the SDK's: %s",
+                payload[:2000].decode("utf-8", errors="replace"),
+            )
+        return True

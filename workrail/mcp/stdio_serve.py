@@ -11,7 +11,9 @@ most of that wait. So on WorkRail's own transport the start-up goes:
    tested so) — at once when the MCP catalogue says a workflow can be started, else once
    the engine has said whether there is content;
 3. the catalogue's requests that follow (plain `tools/list`, `prompts/list`) are answered
-   from the SDK's own earlier answers (workrail.mcp.catalog_cache) and taken off the wire;
+   from the SDK's own earlier answers (workrail.mcp.catalog_cache), and plain calls of
+   the engine's tools by running them (workrail.mcp.early_call, the SDK's bytes too),
+   and taken off the wire, until a request is left to the SDK;
 4. once the server is built, every other frame read so far is replayed into it, the
    `initialize` included: the SDK's own session state is what it would have been, and its
    duplicate `initialize` answer is dropped. When the catalogue on disk was made under
@@ -39,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Final
 import anyio
 
 from workrail.mcp.catalog_cache import Catalogue, load_catalogue, situation_key
-from workrail.mcp.handshake import answer_initialize, answer_listing
+from workrail.mcp.handshake import answer_initialize, answer_listing, plain_request
 from workrail.mcp.wire import StdioWire, open_stdio_wire
 
 if TYPE_CHECKING:
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
     from workrail.config import WorkrailConfig
     from workrail.engine.api import Engine
     from workrail.fence import FenceService
+    from workrail.mcp.early_call import Calls
 
 log = logging.getLogger("workrail.mcp")
 
@@ -177,12 +180,14 @@ async def _answer_early(
     wire: StdioWire, loading: _Loading, catalogue: Catalogue | None
 ) -> tuple[int | str, bytes] | None:
     """Answer what can be answered before the server is built: the first frame when it is
-    a plain `initialize`, then the catalogue's requests (taken off the wire: the SDK never
-    sees them). Returns (id, line) of the `initialize` answer, else None. Every other frame
-    read stays the wire's, for the SDK's server, in order."""
+    a plain `initialize`, then the catalogue's requests and plain calls of the engine's
+    tools (taken off the wire: the SDK never sees them). Returns (id, line) of the
+    `initialize` answer, else None. Every other frame read stays the wire's, for the SDK's
+    server, in order; once a request is left to it, so is every call after it."""
     built = loading.future()
     answered: tuple[int | str, bytes] | None = None
     results: dict[str, bytes] = {}
+    held = False
     while True:
         frame = wire.next_frame()
         either: list[asyncio.Future[Any]] = [frame, built]
@@ -208,11 +213,38 @@ async def _answer_early(
             revision = json.loads(answered[1])["result"]["protocolVersion"]
             results = catalogue.results.get(revision, {})
             continue
-        listing = answer_listing(got, results)
-        if listing is not None:
-            if wire.lead and wire.lead[-1] is got:
-                wire.lead.pop()
-            await wire.writer.line(listing[1])
+        line = None if held else await _answer_one(got, results, loading)
+        if line is None:
+            held = held or not _is_notification(got)
+            continue
+        if wire.lead and wire.lead[-1] is got:
+            wire.lead.pop()
+        await wire.writer.line(line)
+
+
+async def _answer_one(frame: bytes, results: dict[str, bytes], loading: _Loading) -> bytes | None:
+    """The line answering `frame` from the catalogue or by running the call; None when it
+    is the SDK's to answer."""
+    listing = answer_listing(frame, results)
+    if listing is not None:
+        return listing[1]
+    if plain_request(frame, "tools/call") is None:
+        return None  # decided without waiting for the engine
+    calls = await loading.calls()  # loaded on the loading thread, so is early_call's import
+    from workrail.mcp.early_call import answer_call, tool_call
+
+    call = tool_call(frame, calls)
+    if call is None:
+        return None
+    return await asyncio.to_thread(answer_call, *call)
+
+
+def _is_notification(frame: bytes) -> bool:
+    try:
+        message = json.loads(frame)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(message, dict) and "method" in message and "id" not in message
 
 
 class _Loading:
@@ -221,6 +253,7 @@ class _Loading:
 
     def __init__(self, open_all: Callable[[], Opened]) -> None:
         self._content: concurrent.futures.Future[bool] = concurrent.futures.Future()
+        self._calls: concurrent.futures.Future[Calls] = concurrent.futures.Future()
         self._future: concurrent.futures.Future[tuple[MCPServer, Engine]] = (
             concurrent.futures.Future()
         )
@@ -248,6 +281,14 @@ class _Loading:
             await self.future()  # the same failure, retrieved here rather than left behind
             raise
 
+    async def calls(self) -> Calls:
+        """The engine's tools, by name, once the engine is open and they are loaded."""
+        try:
+            return await asyncio.wrap_future(self._calls)
+        except BaseException:
+            await self.future()
+            raise
+
     async def server(self) -> tuple[MCPServer, Engine]:
         self.start()
         return await self.future()
@@ -260,9 +301,19 @@ class _Loading:
             offers_content = has_content(engine)
         except BaseException as exc:
             self._content.set_exception(exc)
+            self._calls.set_exception(exc)
             self._future.set_exception(exc)
             return
         self._content.set_result(offers_content)
+        try:
+            # What a first tools/call needs, before the SDK (workrail.mcp.early_call).
+            from workrail.mcp.early_call import answer_call  # noqa: F401 (for the main thread)
+            from workrail.mcp.tool_calls import engine_tools
+
+            self._calls.set_result({spec.name: (spec, h) for spec, h in engine_tools(engine)})
+        except Exception:
+            log.warning("tool calls wait for the SDK's server", exc_info=True)
+            self._calls.set_result({})
         try:
             from workrail.mcp.stdio_build import build_stdio_server
 

@@ -1,5 +1,4 @@
-"""Serving the MCP server over Streamable HTTP; stdio is workrail.mcp.stdio_serve's and
-logging workrail.mcp.logs' (both re-exported here).
+"""Serving the MCP server over Streamable HTTP (stdio is workrail.mcp.stdio_serve's).
 
 Over HTTP, `workrail serve` puts the fence's plain HTTP routes on the same Starlette app as
 the MCP endpoint, so one loopback port serves both and the SDK's lifespan (which runs the
@@ -13,7 +12,7 @@ import signal
 import socket
 from collections.abc import Awaitable, Callable
 from types import FrameType
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 import anyio
 from starlette.applications import Starlette
@@ -24,9 +23,7 @@ from starlette.types import ASGIApp
 
 from workrail.core.errors import envelope
 from workrail.engine.api import Engine
-from workrail.mcp.logs import configure_logging
 from workrail.mcp.server import build_server
-from workrail.mcp.stdio_serve import serve_stdio
 
 if TYPE_CHECKING:
     from mcp.server import MCPServer
@@ -35,7 +32,15 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("workrail.mcp")
 
-__all__ = ["build_http_app", "configure_logging", "serve_http", "serve_stdio"]
+__all__ = ["build_http_app", "serve_http"]
+
+
+class _StoppableServer(Protocol):
+    """A uvicorn server that remembers the signal that stopped it."""
+
+    stopped_by: int | None
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None: ...
 
 
 LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "[::1]", "::1"})
@@ -104,7 +109,50 @@ def serve_http(
     (DNS-rebinding protection). `on_ready` runs once the port accepts connections; Ctrl-C
     stops the server within a second even while clients hold streams open. `sock`: a
     socket already listening on HOST:PORT (the CLI binds first to report a busy port)."""
+    if fence_http:
+        app = build_http_app(engine, fence, host, console)
+    else:
+        app = _mcp_app(build_server(engine, fence), host)
+    server = _uvicorn_server(app, host, port, on_ready=on_ready, on_stop=on_stop)
+
+    async def serve() -> None:
+        import asyncio
+
+        from workrail.mcp.http_guard import ExhaustionLogOnce
+
+        asyncio.get_running_loop().set_exception_handler(ExhaustionLogOnce())
+        await server.serve(sockets=None if sock is None else [sock])
+
+    # uvicorn drains on SIGTERM, then re-raises the signal to the handler it found: make
+    # that one return, so a drained server exits 0 instead of dying of the signal.
+    previous = signal.signal(signal.SIGTERM, _drained)
+    try:
+        anyio.run(serve)
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    # Whether asyncio's runner turns uvicorn's re-raised SIGINT into KeyboardInterrupt
+    # depends on whether the serving task had already finished: decide from the signal.
+    return 130 if server.stopped_by == signal.SIGINT else 0
+
+
+def _uvicorn_server(
+    app: Starlette,
+    host: str,
+    port: int,
+    *,
+    on_ready: Callable[[], None] | None,
+    on_stop: Callable[[], None] | None,
+) -> _StoppableServer:
+    """The uvicorn server for `app`: `on_ready` once it listens, `on_stop` at a signal."""
     import uvicorn
+
+    from workrail.mcp.http_guard import (
+        IN_FLIGHT_GRACE_S,
+        close_notification_streams,
+        uvicorn_options,
+    )
 
     class Server(uvicorn.Server):
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
@@ -123,17 +171,6 @@ def serve_http(
                 close_notification_streams(sessions)  # requests in flight are waited for
             super().handle_exit(sig, frame)
 
-    from workrail.mcp.http_guard import (
-        IN_FLIGHT_GRACE_S,
-        ExhaustionLogOnce,
-        close_notification_streams,
-        uvicorn_options,
-    )
-
-    if fence_http:
-        app = build_http_app(engine, fence, host, console)
-    else:
-        app = _mcp_app(build_server(engine, fence), host)
     # log_config=None: uvicorn's default config sends access logs to stdout.
     config = uvicorn.Config(
         app,
@@ -145,26 +182,7 @@ def serve_http(
         timeout_graceful_shutdown=IN_FLIGHT_GRACE_S,
         **uvicorn_options(),
     )
-    server = Server(config)
-
-    async def serve() -> None:
-        import asyncio
-
-        asyncio.get_running_loop().set_exception_handler(ExhaustionLogOnce())
-        await server.serve(sockets=None if sock is None else [sock])
-
-    # uvicorn drains on SIGTERM, then re-raises the signal to the handler it found: make
-    # that one return, so a drained server exits 0 instead of dying of the signal.
-    previous = signal.signal(signal.SIGTERM, _drained)
-    try:
-        anyio.run(serve)
-    except KeyboardInterrupt:
-        return 130
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    # Whether asyncio's runner turns uvicorn's re-raised SIGINT into KeyboardInterrupt
-    # depends on whether the serving task had already finished: decide from the signal.
-    return 130 if server.stopped_by == signal.SIGINT else 0
+    return Server(config)
 
 
 def _drained(signum: int, frame: object) -> None:

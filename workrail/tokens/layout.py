@@ -14,17 +14,20 @@ from __future__ import annotations
 
 import base64
 import re
-from typing import Final
+from typing import Final, TypeVar
 
 from workrail.core.ids import id_bytes, make_id
 from workrail.tokens.models import (
     AckToken,
+    AttemptToken,
     CheckpointToken,
     ContinueToken,
     StateToken,
     Token,
     TokenKind,
 )
+
+_Attempt = TypeVar("_Attempt", bound=AttemptToken)
 
 VERSION: Final = 1
 KINDS: Final[tuple[TokenKind, ...]] = ("state", "ack", "checkpoint", "continue")
@@ -78,11 +81,7 @@ def pack(token: Token) -> bytes:
     match token:
         case StateToken(session_id=s, node_id=n, workflow_hash_ref=w):
             return id_bytes(s, "sess") + id_bytes(n, "node") + id_bytes(w, "wf")
-        case (
-            AckToken(session_id=s, node_id=n, attempt_id=a)
-            | CheckpointToken(session_id=s, node_id=n, attempt_id=a)
-            | ContinueToken(session_id=s, node_id=n, attempt_id=a)
-        ):
+        case AttemptToken(session_id=s, node_id=n, attempt_id=a):
             return id_bytes(s, "sess") + id_bytes(n, "node") + id_bytes(a, "attempt")
 
 
@@ -100,15 +99,17 @@ def unpack_state(raw: bytes) -> StateToken:
 
 
 def unpack_ack(raw: bytes) -> AckToken:
-    session, node, last = _split(raw)
-    return AckToken(session, node, make_id("attempt", last))
+    return _unpack_attempt(AckToken, raw)
 
 
 def unpack_checkpoint(raw: bytes) -> CheckpointToken:
-    session, node, last = _split(raw)
-    return CheckpointToken(session, node, make_id("attempt", last))
+    return _unpack_attempt(CheckpointToken, raw)
 
 
 def unpack_continue(raw: bytes) -> ContinueToken:
+    return _unpack_attempt(ContinueToken, raw)
+
+
+def _unpack_attempt(cls: type[_Attempt], raw: bytes) -> _Attempt:
     session, node, last = _split(raw)
-    return ContinueToken(session, node, make_id("attempt", last))
+    return cls(session, node, make_id("attempt", last))

@@ -32,36 +32,37 @@ class StateToken:
 
 
 @dataclass(frozen=True)
-class AckToken:
-    """Authorises recording one advance attempt (`attempt_id`) from a node."""
+class AttemptToken:
+    """The fields of every token that authorises one attempt on a node (ack, checkpoint,
+    continue): they are packed and unpacked alike."""
 
     session_id: str
     node_id: str
     attempt_id: str
+
+
+@dataclass(frozen=True)
+class AckToken(AttemptToken):
+    """Authorises recording one advance attempt (`attempt_id`) from a node."""
+
     kind: Literal["ack"] = "ack"
 
 
 @dataclass(frozen=True)
-class CheckpointToken:
+class CheckpointToken(AttemptToken):
     """Authorises recording one checkpoint (`attempt_id`) on a node."""
 
-    session_id: str
-    node_id: str
-    attempt_id: str
     kind: Literal["checkpoint"] = "checkpoint"
 
 
 @dataclass(frozen=True)
-class ContinueToken:
+class ContinueToken(AttemptToken):
     """State and ack in one: names a node and authorises one advance attempt from it.
 
     It carries no workflowHashRef (that would not fit in 100 characters): the MAC binds
     the session and node, and the node's own event fixes the workflow hash.
     """
 
-    session_id: str
-    node_id: str
-    attempt_id: str
     kind: Literal["continue"] = "continue"
 
     def matches_workflow_hash(self, workflow_hash: str) -> bool:

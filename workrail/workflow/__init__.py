@@ -1,6 +1,6 @@
 """Workflow definitions: validation, discovery, pinning/hashing, interpreter, prompts.
 
-Everything here is pure except `sources` (file system) and `cli_commands` (printing).
+Everything here is pure except `sources`, which reads the workflow directories.
 The engine uses: `discover`/`Catalog.resolve` → `LoadedWorkflow.pinned()` (store it under
 its `workflow_hash()`), `parse_pinned` + `compile_pinned` at every use, `start` for the
 first snapshot, `decide_advance` for advances, `render_pending`/`render_recovery` for

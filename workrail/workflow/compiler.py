@@ -87,16 +87,9 @@ class CompiledWorkflow:
 
 def compile_pinned(pinned: PinnedWorkflow) -> Result[CompiledWorkflow, WorkflowError]:
     """Compile a pinned envelope; structural problems are WorkflowError values."""
-    try:
-        definition = WorkflowDefinition.model_validate(pinned.definition)
-    except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        where = ".".join(str(p) for p in first["loc"])
-        return Failure(
-            WorkflowError(
-                "NOT_EXECUTABLE", f"pinned definition is not executable: {where}: {first['msg']}"
-            )
-        )
+    definition = _executable(pinned)
+    if isinstance(definition, WorkflowError):
+        return Failure(definition)
     top: dict[str, Step] = {}
     for step in definition.steps:
         if step.id in top:
@@ -111,23 +104,9 @@ def compile_pinned(pinned: PinnedWorkflow) -> Result[CompiledWorkflow, WorkflowE
     for step in definition.steps:
         if not isinstance(step, LoopStep):
             continue
-        if isinstance(step.body, str):
-            target = top.get(step.body)
-            if not isinstance(target, StandardStep):
-                return Failure(
-                    WorkflowError(
-                        "UNKNOWN_LOOP_BODY",
-                        f"loop '{step.id}' body '{step.body}' is not a top-level standard step",
-                    )
-                )
-            body: tuple[StandardStep, ...] = (target,)
-        else:
-            for inner in step.body:
-                if inner.id in seen:
-                    return Failure(_duplicate(inner.id))
-                seen.add(inner.id)
-                by_id[inner.id] = inner
-            body = step.body
+        body = _loop_body(step, top, seen, by_id)
+        if isinstance(body, WorkflowError):
+            return Failure(body)
         body_ids.update(s.id for s in body)
         source, origin = _condition_source(step, body)
         artifact_only = isinstance(source, ArtifactContractSource) and step.loop.condition is None
@@ -152,6 +131,39 @@ def compile_pinned(pinned: PinnedWorkflow) -> Result[CompiledWorkflow, WorkflowE
 def compile_definition(definition: dict[str, Any]) -> Result[CompiledWorkflow, WorkflowError]:
     """Pin a (schema-valid) source definition and compile it in one go."""
     return compile_pinned(pin_workflow(definition))
+
+
+def _executable(pinned: PinnedWorkflow) -> WorkflowDefinition | WorkflowError:
+    """The pinned definition as the typed model, or why it cannot run."""
+    try:
+        return WorkflowDefinition.model_validate(pinned.definition)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"])
+        return WorkflowError(
+            "NOT_EXECUTABLE", f"pinned definition is not executable: {where}: {first['msg']}"
+        )
+
+
+def _loop_body(
+    step: LoopStep, top: Mapping[str, Step], seen: set[str], by_id: dict[str, StandardStep]
+) -> tuple[StandardStep, ...] | WorkflowError:
+    """A loop's body: the top-level step it names, or its inline steps (added to `seen` and
+    `by_id`, each id once across the workflow)."""
+    if isinstance(step.body, str):
+        target = top.get(step.body)
+        if not isinstance(target, StandardStep):
+            return WorkflowError(
+                "UNKNOWN_LOOP_BODY",
+                f"loop '{step.id}' body '{step.body}' is not a top-level standard step",
+            )
+        return (target,)
+    for inner in step.body:
+        if inner.id in seen:
+            return _duplicate(inner.id)
+        seen.add(inner.id)
+        by_id[inner.id] = inner
+    return step.body
 
 
 def _duplicate(step_id: str) -> WorkflowError:

@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, ValidationError
-from pydantic.alias_generators import to_camel
 from returns.result import Failure, Result, Success
 
 from workrail.core.canonical import canonical_bytes, canonical_digest
+from workrail.core.wire import CamelWire
 from workrail.core.wording import counted
 from workrail.workflow.errors import WorkflowError
 
@@ -23,11 +23,7 @@ LOOP_PREVIEW_PROMPT: Final = (
 )
 
 
-class _Envelope(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, strict=True, alias_generator=to_camel, populate_by_name=True
-    )
-
+class _Envelope(CamelWire):
     def to_json(self) -> dict[str, Any]:
         """Wire/disk JSON (camelCase; optional fields omitted)."""
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)

@@ -317,105 +317,22 @@ class _Selector:
     def _should_enter(self, loop: CompiledLoop, iteration: int) -> bool | WorkflowError:
         config = loop.step.loop
         if config.type == "for":
-            count: Any = config.count
-            if isinstance(count, str):
-                key = count
-                count = self._context.get(key, UNSET)
-                if not is_number(count):
-                    needs = needed_context(
-                        key,
-                        "number",
-                        count,
-                        f"loop '{loop.id}' (for)",
-                        f"how many times loop '{loop.id}' runs",
-                    )
-                    return WorkflowError(
-                        "FOR_COUNT_NOT_NUMBER",
-                        f"loop '{loop.id}' needs context.{key} to be a number ({needs.problem}); "
-                        "set it via context before this loop",
-                        needs,
-                    )
-            if not is_number(count):
-                return WorkflowError("FOR_COUNT_NOT_NUMBER", f"loop '{loop.id}' has no count")
-            return bool(iteration < count)
+            return self._for_enters(loop, iteration)
         if config.type == "forEach":
-            if config.items is None:
-                return WorkflowError(
-                    "FOREACH_ITEMS_NOT_ARRAY", f"loop '{loop.id}' names no items to iterate over"
-                )
-            items = self._context.get(config.items, UNSET)
-            if not isinstance(items, list):
-                needs = needed_context(
-                    config.items,
-                    "array",
-                    items,
-                    f"loop '{loop.id}' (forEach)",
-                    f"the items loop '{loop.id}' iterates over",
-                )
-                return WorkflowError(
-                    "FOREACH_ITEMS_NOT_ARRAY",
-                    f"loop '{loop.id}' needs context.{config.items} to be an array "
-                    f"({needs.problem}); set it via context before this loop",
-                    needs,
-                )
-            return iteration < len(items)
+            return self._for_each_enters(loop, iteration)
         source = loop.condition_source
         if source is None:
             return WorkflowError(
                 "LOOP_CONDITION_UNAVAILABLE", f"loop '{loop.id}' has no condition source"
             )
         if isinstance(source, ArtifactContractSource):
-            loop_id = source.loop_id or loop.id
-            if loop.enters_without_decision and iteration == 0:
-                # Entering: only a decision sent with this call counts, so a stop that ended
-                # an earlier pass of this loop (inside an outer loop) does not skip it now.
-                decision = self._loop_decision(loop_id, self._fresh)
-                if decision is None:
-                    decision = "continue"  # no decision yet: the loop runs (WorkRail ≥ 1.17.1)
-            else:
-                decision = self._loop_decision(loop_id)
-            if decision is None:
-                return WorkflowError(
-                    "LOOP_CONTROL_ARTIFACT_MISSING",
-                    f"loop '{loop.id}' needs a wr.loop_control artifact with loopId "
-                    f"'{loop_id}' (decision continue|stop) before it is entered",
-                    NeededInput(
-                        "artifact",
-                        loop_id,
-                        "wr.loop_control artifact",
-                        "no artifact with this loopId was sent",
-                        f"loop '{loop.id}' ({config.type}, decided by artifact)",
-                        {
-                            "kind": LOOP_CONTROL_KIND,
-                            "loopId": loop_id,
-                            "decision": "<continue or stop>",
-                        },
-                    ),
-                )
-            enter = decision == "continue"
+            enter = self._artifact_enters(loop, iteration, source)
             label = "artifact"
         else:
-            scoped = projected_context(loop, iteration, self._context)
-            unusable = non_numeric_operands(source.condition, scoped)
-            if unusable:
-                key, value = unusable[0]
-                needs = needed_context(
-                    key,
-                    "number",
-                    UNSET if is_missing(value) else value,
-                    f"loop '{loop.id}' ({config.type} condition)",
-                    f"the value loop '{loop.id}' compares to decide whether to run again",
-                )
-                return WorkflowError(
-                    "LOOP_CONDITION_UNAVAILABLE",
-                    f"loop '{loop.id}' compares context.{key} as a number, but "
-                    f"{needs.problem}; set it via context (a number) before this loop",
-                    needs,
-                )
-            enter = evaluate_condition(source.condition, scoped)
-            if config.type == "until":
-                enter = not enter
+            enter = self._condition_enters(loop, iteration, source.condition)
             label = "context" if loop.condition_origin == "explicit" else "legacy"
+        if isinstance(enter, WorkflowError):
+            return enter
         verdict = "continue" if enter else "exit"
         self._trace.append(
             DecisionTraceEntry(
@@ -426,6 +343,112 @@ class _Selector:
             )
         )
         return enter
+
+    def _for_enters(self, loop: CompiledLoop, iteration: int) -> bool | WorkflowError:
+        """A `for` loop runs while the iteration is below its count (a number or a context key)."""
+        count: Any = loop.step.loop.count
+        if isinstance(count, str):
+            key = count
+            count = self._context.get(key, UNSET)
+            if not is_number(count):
+                needs = needed_context(
+                    key,
+                    "number",
+                    count,
+                    f"loop '{loop.id}' (for)",
+                    f"how many times loop '{loop.id}' runs",
+                )
+                return WorkflowError(
+                    "FOR_COUNT_NOT_NUMBER",
+                    f"loop '{loop.id}' needs context.{key} to be a number ({needs.problem}); "
+                    "set it via context before this loop",
+                    needs,
+                )
+        if not is_number(count):
+            return WorkflowError("FOR_COUNT_NOT_NUMBER", f"loop '{loop.id}' has no count")
+        return bool(iteration < count)
+
+    def _for_each_enters(self, loop: CompiledLoop, iteration: int) -> bool | WorkflowError:
+        """A `forEach` loop runs once per item of the context array it names."""
+        items_key = loop.step.loop.items
+        if items_key is None:
+            return WorkflowError(
+                "FOREACH_ITEMS_NOT_ARRAY", f"loop '{loop.id}' names no items to iterate over"
+            )
+        items = self._context.get(items_key, UNSET)
+        if not isinstance(items, list):
+            needs = needed_context(
+                items_key,
+                "array",
+                items,
+                f"loop '{loop.id}' (forEach)",
+                f"the items loop '{loop.id}' iterates over",
+            )
+            return WorkflowError(
+                "FOREACH_ITEMS_NOT_ARRAY",
+                f"loop '{loop.id}' needs context.{items_key} to be an array "
+                f"({needs.problem}); set it via context before this loop",
+                needs,
+            )
+        return iteration < len(items)
+
+    def _artifact_enters(
+        self, loop: CompiledLoop, iteration: int, source: ArtifactContractSource
+    ) -> bool | WorkflowError:
+        """A loop decided by a wr.loop_control artifact runs again on `continue`."""
+        loop_id = source.loop_id or loop.id
+        if loop.enters_without_decision and iteration == 0:
+            # Entering: only a decision sent with this call counts, so a stop that ended
+            # an earlier pass of this loop (inside an outer loop) does not skip it now.
+            decision = self._loop_decision(loop_id, self._fresh)
+            if decision is None:
+                decision = "continue"  # no decision yet: the loop runs (WorkRail ≥ 1.17.1)
+        else:
+            decision = self._loop_decision(loop_id)
+        if decision is None:
+            return WorkflowError(
+                "LOOP_CONTROL_ARTIFACT_MISSING",
+                f"loop '{loop.id}' needs a wr.loop_control artifact with loopId "
+                f"'{loop_id}' (decision continue|stop) before it is entered",
+                NeededInput(
+                    "artifact",
+                    loop_id,
+                    "wr.loop_control artifact",
+                    "no artifact with this loopId was sent",
+                    f"loop '{loop.id}' ({loop.step.loop.type}, decided by artifact)",
+                    {
+                        "kind": LOOP_CONTROL_KIND,
+                        "loopId": loop_id,
+                        "decision": "<continue or stop>",
+                    },
+                ),
+            )
+        return decision == "continue"
+
+    def _condition_enters(
+        self, loop: CompiledLoop, iteration: int, condition: Any
+    ) -> bool | WorkflowError:
+        """A `while` loop runs while its context condition holds, an `until` loop until it does."""
+        loop_type = loop.step.loop.type
+        scoped = projected_context(loop, iteration, self._context)
+        unusable = non_numeric_operands(condition, scoped)
+        if unusable:
+            key, value = unusable[0]
+            needs = needed_context(
+                key,
+                "number",
+                UNSET if is_missing(value) else value,
+                f"loop '{loop.id}' ({loop_type} condition)",
+                f"the value loop '{loop.id}' compares to decide whether to run again",
+            )
+            return WorkflowError(
+                "LOOP_CONDITION_UNAVAILABLE",
+                f"loop '{loop.id}' compares context.{key} as a number, but "
+                f"{needs.problem}; set it via context (a number) before this loop",
+                needs,
+            )
+        holds = evaluate_condition(condition, scoped)
+        return not holds if loop_type == "until" else holds
 
     def _loop_decision(self, loop_id: str, among: Sequence[Any] | None = None) -> str | None:
         """The newest valid loop-control decision for `loop_id`.

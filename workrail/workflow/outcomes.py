@@ -5,24 +5,24 @@ from __future__ import annotations
 
 from typing import Annotated, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic.alias_generators import to_camel
+from pydantic import Field
 
-TRUNCATION_MARKER: Final = "\n\n[TRUNCATED]"
-MAX_TRACE_ENTRIES: Final = 25
-MAX_SUMMARY_BYTES: Final = 512
-MAX_TRACE_BYTES: Final = 8192
+from workrail.core.budgets import (
+    TRACE_MAX_ENTRIES,
+    TRACE_SUMMARY_MAX_BYTES,
+    TRACE_TOTAL_MAX_BYTES,
+    TRUNCATION_MARKER,
+    truncate_utf8,
+    utf8_len,
+)
+from workrail.core.events import TraceKind
+from workrail.core.wire import CamelWire
+
 REVIEW_SUGGESTION: Final = "Review validation criteria and adjust output accordingly."
 _SAFE_ID = r"^[a-z0-9_-]+$"
 
 
-class _Wire(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid", frozen=True, strict=True, alias_generator=to_camel, populate_by_name=True
-    )
-
-
-class ValidationResult(_Wire):
+class ValidationResult(CamelWire):
     """`{valid, issues, suggestions}` as stored in `validation_performed.result`."""
 
     valid: bool
@@ -33,29 +33,29 @@ class ValidationResult(_Wire):
 VALID: Final = ValidationResult(valid=True)
 
 
-class ValidationRecord(_Wire):
+class ValidationRecord(CamelWire):
     """What the engine writes as `validation_performed` (minus ids it mints itself)."""
 
     contract_ref: str
     result: ValidationResult
 
 
-class StepIdRef(_Wire):
+class StepIdRef(CamelWire):
     kind: Literal["step_id"] = "step_id"
     step_id: Annotated[str, Field(pattern=_SAFE_ID)]
 
 
-class LoopIdRef(_Wire):
+class LoopIdRef(CamelWire):
     kind: Literal["loop_id"] = "loop_id"
     loop_id: Annotated[str, Field(pattern=_SAFE_ID)]
 
 
-class ConditionIdRef(_Wire):
+class ConditionIdRef(CamelWire):
     kind: Literal["condition_id"] = "condition_id"
     condition_id: Annotated[str, Field(pattern=_SAFE_ID)]
 
 
-class IterationRef(_Wire):
+class IterationRef(CamelWire):
     kind: Literal["iteration"] = "iteration"
     value: Annotated[int, Field(ge=0)]
 
@@ -63,39 +63,26 @@ class IterationRef(_Wire):
 TraceRef = Annotated[
     StepIdRef | LoopIdRef | ConditionIdRef | IterationRef, Field(discriminator="kind")
 ]
-TraceKind = Literal[
-    "selected_next_step",
-    "evaluated_condition",
-    "entered_loop",
-    "exited_loop",
-    "detected_non_tip_advance",
-]
 
 
-class DecisionTraceEntry(_Wire):
+class DecisionTraceEntry(CamelWire):
     kind: TraceKind
     summary: Annotated[str, Field(min_length=1)]
     refs: Annotated[list[TraceRef], Field(max_length=10)] | None = None
 
 
-def _cut_utf8(text: str, max_bytes: int) -> str:
-    return text.encode("utf-8")[:max_bytes].decode("utf-8", "ignore")
-
-
 def budget_trace(entries: list[DecisionTraceEntry]) -> list[DecisionTraceEntry]:
     """Apply the decision-trace budgets of 20-events §5 (25 entries, 512 B each, 8 KiB total)."""
-    marker_len = len(TRUNCATION_MARKER.encode("utf-8"))
+    marker_len = utf8_len(TRUNCATION_MARKER)
     kept: list[DecisionTraceEntry] = []
     total = 0
-    for entry in entries[:MAX_TRACE_ENTRIES]:
-        summary = entry.summary
-        if len(summary.encode("utf-8")) > MAX_SUMMARY_BYTES:
-            summary = _cut_utf8(summary, MAX_SUMMARY_BYTES - marker_len) + TRUNCATION_MARKER
-        size = len(summary.encode("utf-8"))
-        remaining = MAX_TRACE_BYTES - total
+    for entry in entries[:TRACE_MAX_ENTRIES]:
+        summary = truncate_utf8(entry.summary, TRACE_SUMMARY_MAX_BYTES)
+        size = utf8_len(summary)
+        remaining = TRACE_TOTAL_MAX_BYTES - total
         if size > remaining:
             if remaining > marker_len + 10:
-                summary = _cut_utf8(summary, remaining - marker_len) + TRUNCATION_MARKER
+                summary = truncate_utf8(summary, remaining)
                 kept.append(entry.model_copy(update={"summary": summary}))
             break
         kept.append(entry.model_copy(update={"summary": summary}))

@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from workrail.core.budgets import cut_utf8, utf8_len
 from workrail.core.canonical import CanonicalJsonError, canonical_bytes
 from workrail.workflow.conditions import evaluate_condition
 from workrail.workflow.jsvalues import js_string
@@ -77,7 +78,6 @@ def bounded_json(value: Any, limit: int = MAX_VALUE_BYTES) -> str:
         text = canonical_bytes(value).decode("utf-8")
     except CanonicalJsonError:
         return "(not representable as JSON)"
-    data = text.encode("utf-8")
-    if len(data) <= limit:
+    if utf8_len(text) <= limit:
         return text
-    return data[:limit].decode("utf-8", "ignore") + "…"
+    return cut_utf8(text, limit) + "…"

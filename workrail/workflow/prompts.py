@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from workrail.core.budgets import REHYDRATE_PROMPT_MAX_BYTES, truncate_utf8
 from workrail.core.snapshot import StepInstance
 from workrail.workflow.assessments import assessment_prompt_lines
 from workrail.workflow.compiler import CompiledLoop, CompiledWorkflow
@@ -32,7 +33,7 @@ from workrail.workflow.jsvalues import is_number, js_number_to_string, js_truthy
 from workrail.workflow.prompt_context import bounded_json, fill_placeholders, with_fragments
 
 MAX_REQUIREMENT_LINES: Final = 5
-RECOVERY_BUDGET_BYTES: Final = 12288
+RECOVERY_BUDGET_BYTES: Final = REHYDRATE_PROMPT_MAX_BYTES
 RECOVERY_TRUNCATION_SUFFIX: Final = (
     "\n\n[TRUNCATED]\nOmitted recovery content due to budget constraints."
 )
@@ -126,11 +127,7 @@ def render_recovery(
 
 def fit_recovery_budget(prompt: str) -> str:
     """Cut a rehydrate prompt to 12288 UTF-8 bytes (at a character boundary) plus a note."""
-    data = prompt.encode("utf-8")
-    if len(data) <= RECOVERY_BUDGET_BYTES:
-        return prompt
-    keep = RECOVERY_BUDGET_BYTES - len(RECOVERY_TRUNCATION_SUFFIX.encode("utf-8"))
-    return data[:keep].decode("utf-8", "ignore") + RECOVERY_TRUNCATION_SUFFIX
+    return truncate_utf8(prompt, RECOVERY_BUDGET_BYTES, RECOVERY_TRUNCATION_SUFFIX)
 
 
 def confirmation_required(rule: Any, context: Mapping[str, Any] | None = None) -> bool:

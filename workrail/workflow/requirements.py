@@ -16,6 +16,12 @@ from workrail.core.blockers import (
     invalid_required_output,
     missing_required_output,
 )
+from workrail.core.budgets import (
+    BLOCKER_FIX_MAX_BYTES,
+    BLOCKER_MESSAGE_MAX_BYTES,
+    BLOCKERS_MAX,
+    truncate_utf8,
+)
 from workrail.workflow.assessments import (
     ASSESSMENT_CONTRACT,
     ASSESSMENT_KIND,
@@ -223,7 +229,7 @@ def _assessed(
             message=_fit(
                 f"Step '{step.id}' needs a {ASSESSMENT_KIND} artifact for: "
                 f"{', '.join(step.assessment_refs)}.",
-                MESSAGE_BUDGET,
+                BLOCKER_MESSAGE_MAX_BYTES,
             ),
             suggested_fix=(
                 "Send nextCall again: its output.artifacts holds one wr.assessment artifact per "
@@ -251,11 +257,11 @@ def _assessed(
                 f"Assessment '{f.assessment_id}' reports '{f.dimension_id}' as '{f.level}', "
                 "which needs a follow-up: do what suggestedFix says, assess again, then send "
                 "nextCall with the new assessment.",
-                MESSAGE_BUDGET,
+                BLOCKER_MESSAGE_MAX_BYTES,
             ),
-            suggested_fix=_fit(f.guidance, FIX_BUDGET),
+            suggested_fix=_fit(f.guidance, BLOCKER_FIX_MAX_BYTES),
         )
-        for f in followups[:MAX_FOLLOWUP_BLOCKERS]
+        for f in followups[:BLOCKERS_MAX]
     )
     return Requirement(
         "invalid",
@@ -276,19 +282,12 @@ MAX_ISSUES: Final = 20
 def bounded(lines: tuple[str, ...]) -> tuple[str, ...]:
     """At most MAX_ISSUES lines (each within the blocker budget), the rest counted: a
     hostile artifact must not turn into a huge validation record."""
-    kept = tuple(_fit(line, FIX_BUDGET) for line in lines[:MAX_ISSUES])
+    kept = tuple(_fit(line, BLOCKER_FIX_MAX_BYTES) for line in lines[:MAX_ISSUES])
     if len(lines) <= MAX_ISSUES:
         return kept
     return (*kept, f"… and {len(lines) - MAX_ISSUES} more like these.")
 
 
-MESSAGE_BUDGET: Final = 512
-FIX_BUDGET: Final = 1024
-MAX_FOLLOWUP_BLOCKERS: Final = 10
-
-
 def _fit(text: str, limit: int) -> str:
-    data = text.encode("utf-8")
-    if len(data) <= limit:
-        return text
-    return data[: limit - 3].decode("utf-8", "ignore") + "…"
+    """`text` within `limit` bytes, cut with an ellipsis (a blocker is read, not parsed)."""
+    return truncate_utf8(text, limit, "…")

@@ -133,32 +133,18 @@ def _scan(source: WorkflowSource, warnings: list[str], subdir: str = "") -> list
 def _read(source: WorkflowSource, path: Path, role: FileRole = "workflow") -> FoundFile:
     from workrail.workflow.catalog import FoundFile
 
+    def unreadable(message: str, fix: str) -> FoundFile:
+        return FoundFile(source, path, None, Problem("UNREADABLE_FILE", "$", message, fix), role)
+
     try:
         size = path.stat().st_size
         if size > MAX_WORKFLOW_FILE_BYTES:
-            return FoundFile(
-                source,
-                path,
-                None,
-                Problem(
-                    "UNREADABLE_FILE",
-                    "$",
-                    f"file is {size} bytes; the limit is {MAX_WORKFLOW_FILE_BYTES}",
-                    "split the workflow or remove embedded data",
-                ),
-                role,
+            return unreadable(
+                f"file is {size} bytes; the limit is {MAX_WORKFLOW_FILE_BYTES}",
+                "split the workflow or remove embedded data",
             )
         return FoundFile(source, path, path.read_bytes(), role=role)
     except OSError as exc:
-        return FoundFile(
-            source,
-            path,
-            None,
-            Problem(
-                "UNREADABLE_FILE",
-                "$",
-                f"cannot read file: {exc.strerror or exc}",
-                "check the file exists and is readable",
-            ),
-            role,
+        return unreadable(
+            f"cannot read file: {exc.strerror or exc}", "check the file exists and is readable"
         )

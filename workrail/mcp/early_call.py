@@ -1,0 +1,65 @@
+"""A workflow tool's call answered on stdio while the SDK is still loading.
+
+The first `tools/call` after spawn used to wait for the SDK's import and server build,
+most of a second on a quiet machine. The call itself needs only the engine and our own
+validation (workrail.mcp.tool_calls), both loaded first; so the stdio start-up runs a
+plain call of an engine tool here and writes the answer the SDK's server writes, byte for
+byte (tests/mcp/test_early_call.py compares them for every protocol revision). Anything
+this module is not sure of is left to the SDK (None), as workrail.mcp.handshake does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from pydantic_core import to_json
+from returns.result import Failure
+
+from workrail.mcp.handshake import plain_request
+from workrail.mcp.schemas import ToolSpec
+from workrail.mcp.tool_calls import Handler, call_tool, tool_text
+
+Calls = Mapping[str, tuple[ToolSpec, Handler]]
+"""Tool name → its spec and handler: the calls this module may answer."""
+
+_PARAMS: Final = frozenset({"name", "arguments"})
+
+
+def tool_call(
+    frame: bytes, calls: Calls
+) -> tuple[int | str, ToolSpec, Handler, dict[str, Any]] | None:
+    """(id, spec, handler, arguments) when `frame` is a plain `tools/call` of one of
+    `calls` (no `_meta`, arguments an object or absent); None otherwise (the SDK answers)."""
+    request = plain_request(frame, "tools/call")
+    if request is None:
+        return None
+    request_id, params = request
+    if not isinstance(params, dict) or not {"name"} <= set(params) <= _PARAMS:
+        return None
+    name, arguments = params["name"], params.get("arguments", {})
+    if not isinstance(name, str) or name not in calls or not isinstance(arguments, dict):
+        return None
+    spec, handler = calls[name]
+    return request_id, spec, handler, arguments
+
+
+def answer_call(
+    request_id: int | str, spec: ToolSpec, handler: Handler, arguments: dict[str, Any]
+) -> bytes:
+    """Run the call (blocking) and return the answer's line, as the SDK's server writes it:
+    the result's fields in its order, `structuredContent` on success only."""
+    outcome = call_tool(spec, handler, arguments)
+    if isinstance(outcome, Failure):
+        result: dict[str, Any] = {
+            "content": [{"text": tool_text(outcome.failure().to_envelope()), "type": "text"}],
+            "isError": True,
+        }
+    else:
+        payload = outcome.unwrap()
+        result = {
+            "content": [{"text": tool_text(payload), "type": "text"}],
+            "isError": False,
+            "structuredContent": payload,
+        }
+    return to_json({"jsonrpc": "2.0", "id": request_id, "result": result})

@@ -17,6 +17,12 @@ REFERENCE = Path(__file__).resolve().parent / "fixtures" / "reference"
 
 
 @pytest.fixture
+def anyio_backend() -> str:
+    """The async tests (the MCP SDK's client and servers) run on asyncio."""
+    return "asyncio"
+
+
+@pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
     path = tmp_path / "data"
     path.mkdir()

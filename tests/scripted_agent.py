@@ -20,16 +20,17 @@ import re
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from mcp import Client
-from returns.result import Failure
 
 from workrail.app import build_engine, open_backend
 from workrail.config import Overrides, load_config
 from workrail.engine.api import Engine
 from workrail.mcp import build_server
+from workrail.store.memory import MemoryBackend
 
 JsonObject = dict[str, Any]
 MUST_CONTAIN_RE = re.compile(r'^- Must contain: "(.*)"$', re.MULTILINE)
@@ -262,6 +263,15 @@ class ScriptedAgent:
         return answer
 
 
+async def tool_answer(client: Client, tool: str, arguments: JsonObject) -> JsonObject:
+    """The JSON answer of one tool call that must succeed."""
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    answer = json.loads(result.content[0].text)  # type: ignore[union-attr]
+    assert isinstance(answer, dict), answer
+    return answer
+
+
 def _with_output(call: JsonObject, output: Output) -> JsonObject:
     """The nextCall's params plus the step's output (templates the call carries first)."""
     params: JsonObject = copy.deepcopy(call.get("params") or {})
@@ -317,6 +327,10 @@ def _replace_placeholders(
     return supplied
 
 
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
 @asynccontextmanager
 async def workrail_client(
     tmp: Path,
@@ -324,13 +338,14 @@ async def workrail_client(
     *,
     include_bundled: bool = False,
     env: Mapping[str, str] | None = None,
+    on_disk: bool = False,
 ) -> AsyncIterator[Client]:
-    """The MCP server `workrail mcp` builds, over a fresh data directory under `tmp`,
-    serving the workflows of `workflow_dirs` (and the bundled ones if asked)."""
-    async with workrail_server(tmp, workflow_dirs, include_bundled=include_bundled, env=env) as (
-        client,
-        _engine,
-    ):
+    """The MCP server `workrail mcp` builds, configured for a fresh data directory under
+    `tmp` but on the in-memory store (`on_disk`: on the files there), serving the
+    workflows of `workflow_dirs` (and the bundled ones if asked)."""
+    async with workrail_server(
+        tmp, workflow_dirs, include_bundled=include_bundled, env=env, on_disk=on_disk
+    ) as (client, _engine):
         yield client
 
 
@@ -341,6 +356,7 @@ async def workrail_server(
     *,
     include_bundled: bool = False,
     env: Mapping[str, str] | None = None,
+    on_disk: bool = False,
 ) -> AsyncIterator[tuple[Client, Engine]]:
     """`workrail_client` plus the engine behind it, for looking at what was stored."""
     environment = {
@@ -357,9 +373,10 @@ async def workrail_server(
         home=home,
         cwd=tmp,
     ).unwrap()
-    backend = open_backend(config)
-    if isinstance(backend, Failure):
-        raise AssertionError(str(backend.failure()))
-    engine = build_engine(config, backend.unwrap()).unwrap()
+    # The in-memory store unless the test serves one data directory twice: these runs are
+    # about workflows and the agent's path through them, not storage (which the store
+    # contract suites cover on every backend).
+    backend = open_backend(config).unwrap() if on_disk else MemoryBackend.open(_now)
+    engine = build_engine(config, backend).unwrap()
     async with Client(build_server(engine), raise_exceptions=True) as client:
         yield client, engine

@@ -25,17 +25,23 @@ def _workflow(wid: str, prompt: str = "Do it.") -> str:
     )
 
 
+def _catalog(tmp_path: Path, custom: Path) -> DiscoveredCatalog:
+    """The catalog of the workflows in `custom` alone (no bundled ones)."""
+    return DiscoveredCatalog(
+        DiscoveryConfig(
+            home=tmp_path / "home",
+            cwd=tmp_path,
+            env={"WORKFLOW_STORAGE_PATH": str(custom), "WORKFLOW_INCLUDE_BUNDLED": "false"},
+            bundled_dir=None,
+        )
+    )
+
+
 def test_catalog_is_reused_until_a_file_changes(tmp_path: Path) -> None:
     custom = tmp_path / "wf"
     custom.mkdir()
     (custom / "a.json").write_text(_workflow("alpha"))
-    config = DiscoveryConfig(
-        home=tmp_path / "home",
-        cwd=tmp_path,
-        env={"WORKFLOW_STORAGE_PATH": str(custom), "WORKFLOW_INCLUDE_BUNDLED": "false"},
-        bundled_dir=None,
-    )
-    catalog = DiscoveredCatalog(config)
+    catalog = _catalog(tmp_path, custom)
     first = catalog.catalog()
     assert catalog.catalog() is first
     assert [e.workflow_id for e in catalog.entries()] == ["alpha"]
@@ -62,13 +68,7 @@ def test_an_invalid_file_is_answered_as_invalid_not_unknown(tmp_path: Path) -> N
     custom = tmp_path / "wf"
     custom.mkdir()
     (custom / "broken.json").write_text(json.dumps({"id": "broken", "steps": []}))
-    config = DiscoveryConfig(
-        home=tmp_path / "home",
-        cwd=tmp_path,
-        env={"WORKFLOW_STORAGE_PATH": str(custom), "WORKFLOW_INCLUDE_BUNDLED": "false"},
-        bundled_dir=None,
-    )
-    catalog = DiscoveredCatalog(config)
+    catalog = _catalog(tmp_path, custom)
     entry = catalog.get("broken")
     assert entry is not None
     assert entry.definition is None

@@ -21,11 +21,6 @@ FIXTURES = Path(__file__).parent / "fixtures" / "agent"
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def _loop_decision(decisions: list[str]) -> Script:
     def script(visit: Visit) -> Output:
         decision = decisions[min(visit.visit, len(decisions) - 1)]

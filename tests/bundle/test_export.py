@@ -190,28 +190,22 @@ def test_corrupt_head_and_empty_sessions_are_refused(reference_data: Path) -> No
     assert bad.failure().code == "EXPORT_SESSION_STORE_ERROR"
 
 
+def _export_failure(data: Path) -> str:
+    """The code the export of the probe session fails with."""
+    result = export_session(
+        LocalBackend.open(data), PROBE, bundle_id="b", exported_at=EXPORTED_AT, app_version="0"
+    )
+    assert isinstance(result, Failure)
+    code: str = result.failure().code
+    return code
+
+
 def test_missing_cas_content_fails_the_export(reference_data: Path) -> None:
     shutil.rmtree(reference_data / "workflows")
-    result = export_session(
-        LocalBackend.open(reference_data),
-        PROBE,
-        bundle_id="b",
-        exported_at=EXPORTED_AT,
-        app_version="0",
-    )
-    assert isinstance(result, Failure)
-    assert result.failure().code == "EXPORT_MISSING_PINNED_WORKFLOW"
+    assert _export_failure(reference_data) == "EXPORT_MISSING_PINNED_WORKFLOW"
     for snap in (reference_data / "snapshots").iterdir():
         snap.unlink()
-    result = export_session(
-        LocalBackend.open(reference_data),
-        PROBE,
-        bundle_id="b",
-        exported_at=EXPORTED_AT,
-        app_version="0",
-    )
-    assert isinstance(result, Failure)
-    assert result.failure().code == "EXPORT_MISSING_SNAPSHOT"
+    assert _export_failure(reference_data) == "EXPORT_MISSING_SNAPSHOT"
 
 
 def test_utc_now_is_a_valid_exported_at() -> None:

@@ -16,7 +16,7 @@ import pytest
 
 from tests.bundle.helpers import BLOCKED, PROBE, encode, export_doc, rekey
 from tests.conftest import REFERENCE
-from tests.engine.conftest import make_engine
+from tests.engine.conftest import make_engine, memory_engine
 from workrail.bundle.errors import BUNDLE_CODES
 from workrail.engine.api import Engine
 from workrail.store.local.backend import LocalBackend
@@ -129,10 +129,12 @@ def _exercise(engine: Engine, tokens: dict[str, Any], where: str) -> None:
 
 
 def test_resealed_mutations_are_refused_or_import_as_working_sessions(
-    sources: list[dict[str, Any]], tmp_path: Path
+    sources: list[dict[str, Any]],
 ) -> None:
+    """Into the in-memory store: what is checked is the import's validation and the engine
+    on what it let in (storing the bundles on files is the round-trip tests' part)."""
     rng = random.Random(16)
-    engine = make_engine(tmp_path / "target", ROOT / "workflows")
+    engine = memory_engine(ROOT / "workflows")
     sessions = engine.deps.sessions
     stored = refused = 0
     for n in range(MUTATIONS):

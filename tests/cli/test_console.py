@@ -16,13 +16,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.mcp.servers import ROOT, server_env
+from tests.mcp.servers import ROOT, closed_by_server, reap, server_env
 from workrail.mcp.http_guard import HEAD_TIMEOUT_S
 
 
 def _spawn(data_dir: Path, *args: str) -> subprocess.Popen[str]:
+    return _workrail(data_dir, "console", *args)
+
+
+def _workrail(data_dir: Path, *args: str) -> subprocess.Popen[str]:
+    """`python -m workrail ARGS`, stdout and stderr piped as text."""
     return subprocess.Popen(
-        [sys.executable, "-m", "workrail", "console", *args],
+        [sys.executable, "-m", "workrail", *args],
         env=server_env(data_dir),
         cwd=ROOT,
         stdout=subprocess.PIPE,
@@ -51,14 +56,7 @@ def test_console_prints_its_url_serves_and_stops(data_dir: Path) -> None:
         assert proc.wait(timeout=20) in (0, 130)
         stream.close()
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        assert proc.stderr is not None
-        assert proc.stdout is not None
-        errors = proc.stderr.read()
-        proc.stderr.close()
-        proc.stdout.close()
+        _, errors = reap(proc)
     assert "Traceback" not in errors
 
 
@@ -73,18 +71,6 @@ def _spawn_ready(data_dir: Path) -> tuple[subprocess.Popen[str], int]:
     return proc, int(found[1])
 
 
-def _closed_by_server(sock: socket.socket, within: float) -> bool:
-    sock.settimeout(within)
-    try:
-        while sock.recv(4096):
-            pass
-    except TimeoutError:
-        return False
-    except ConnectionResetError:
-        return True
-    return True
-
-
 @pytest.mark.slow
 def test_silent_connections_are_closed_like_serves(data_dir: Path) -> None:
     """The same connection guards as `serve` (http_guard): a socket that never sends a
@@ -93,7 +79,7 @@ def test_silent_connections_are_closed_like_serves(data_dir: Path) -> None:
     silent = [socket.create_connection(("127.0.0.1", port)) for _ in range(5)]
     try:
         for sock in silent:
-            assert _closed_by_server(sock, HEAD_TIMEOUT_S + 10)
+            assert closed_by_server(sock, HEAD_TIMEOUT_S + 10)
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as reply:
             assert reply.status == 200, "and it still serves whoever behaves"
     finally:
@@ -141,14 +127,7 @@ def test_serve_on_a_wildcard_host_names_a_console_url_that_works(data_dir: Path)
     from tests.mcp.servers import free_port, wait_until_accepting
 
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "workrail", "serve", "--host", "0.0.0.0", "--port", str(port)],
-        env=server_env(data_dir),
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = _workrail(data_dir, "serve", "--host", "0.0.0.0", "--port", str(port))
     try:
         assert proc.stderr is not None
         secret_url = ""
@@ -188,14 +167,7 @@ def test_serve_mounts_the_console_at_slash_console(data_dir: Path) -> None:
     from tests.mcp.servers import free_port, wait_until_accepting
 
     port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "workrail", "serve", "--port", str(port)],
-        env=server_env(data_dir),
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = _workrail(data_dir, "serve", "--port", str(port))
     try:
         assert proc.stderr is not None
         secret_url = ""
@@ -215,6 +187,7 @@ def test_serve_mounts_the_console_at_slash_console(data_dir: Path) -> None:
         opener = urllib.request.build_opener(_NoRedirect)
         with pytest.raises(urllib.error.HTTPError) as redirect:  # the secret link redirects
             opener.open(secret_url, timeout=10)
+        redirect.value.close()  # its response's socket, else a ResourceWarning at GC
         assert redirect.value.code == 303
         cookie = redirect.value.headers["set-cookie"]
         assert "Path=/console" in cookie
@@ -223,6 +196,7 @@ def test_serve_mounts_the_console_at_slash_console(data_dir: Path) -> None:
         refused = urllib.request.Request(base, headers={"Host": "evil.example"})
         with pytest.raises(urllib.error.HTTPError) as error:  # a foreign Host is refused
             urllib.request.urlopen(refused, timeout=10)
+        error.value.close()
         assert error.value.code == 421
         error.value.close()
         stream = urllib.request.urlopen(base + "live", timeout=10)
@@ -231,14 +205,7 @@ def test_serve_mounts_the_console_at_slash_console(data_dir: Path) -> None:
         assert proc.wait(timeout=20) in (0, 130), "an open live stream does not hold it"
         stream.close()
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        assert proc.stderr is not None
-        assert proc.stdout is not None
-        rest = proc.stderr.read()
-        proc.stderr.close()
-        proc.stdout.close()
+        _, rest = reap(proc)
     assert "Traceback" not in rest
 
 

@@ -260,30 +260,32 @@ def reference_workflows(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return ["--workflows", str(REFERENCE / "workflows")]
 
 
-def _at_build(data_dir: Path) -> dict[str, Any]:
+@pytest.fixture
+def at_build(data_dir: Path, reference_workflows: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """A probe-flow session in the data directory, advanced to its build step, and the
+    flags that point the CLI at it."""
     engine = make_engine(data_dir)
     r = engine.start_workflow("probe-flow", {"ticket": "T-1"}).unwrap()
-    at_build: dict[str, Any] = engine.advance(
+    built: dict[str, Any] = engine.advance(
         r["stateToken"], r["ackToken"], notes_markdown="plan"
     ).unwrap()
-    return at_build
+    return built, ["--data-dir", str(data_dir), *reference_workflows]
 
 
 def test_checkpoint_export_and_resume(
-    data_dir: Path,
+    at_build: tuple[dict[str, Any], list[str]],
     tmp_path: Path,
     reference_workflows: list[str],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    at_build = _at_build(data_dir)
-    flags = ["--data-dir", str(data_dir), *reference_workflows]
-    assert main([*flags, "checkpoint", "export", at_build["checkpointToken"]]) == 0
+    built, flags = at_build
+    assert main([*flags, "checkpoint", "export", built["checkpointToken"]]) == 0
     record = _json(capsys)
     assert record["completed"] == ["plan"]
     assert "T-1" not in json.dumps(record)
 
     out = tmp_path / "record.json"
-    args = ["checkpoint", "export", at_build["checkpointToken"], "-o", str(out), "--json"]
+    args = ["checkpoint", "export", built["checkpointToken"], "-o", str(out), "--json"]
     assert main([*flags, *args]) == 0
     assert _json(capsys)["record"] == record
     assert out.read_bytes() == canonical_bytes(record)
@@ -294,7 +296,7 @@ def test_checkpoint_export_and_resume(
     resume = ["checkpoint", "resume", str(out), "--context", str(context), "--json"]
     assert main([*elsewhere, *resume]) == 0
     resumed = _json(capsys)
-    assert resumed["pending"] == at_build["pending"]
+    assert resumed["pending"] == built["pending"]
     assert {"stateToken", "ackToken", "checkpointToken"} <= set(resumed)
 
     assert main([*elsewhere, "checkpoint", "resume", str(out), "--context", str(context)]) == 0
@@ -302,15 +304,13 @@ def test_checkpoint_export_and_resume(
 
 
 def test_checkpoint_resume_mismatches_exit_2(
-    data_dir: Path,
+    at_build: tuple[dict[str, Any], list[str]],
     tmp_path: Path,
-    reference_workflows: list[str],
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    at_build = _at_build(data_dir)
-    flags = ["--data-dir", str(data_dir), *reference_workflows]
+    built, flags = at_build
     out = tmp_path / "record.json"
-    assert main([*flags, "checkpoint", "export", at_build["checkpointToken"], "-o", str(out)]) == 0
+    assert main([*flags, "checkpoint", "export", built["checkpointToken"], "-o", str(out)]) == 0
     capsys.readouterr()
 
     wrong = tmp_path / "wrong.json"

@@ -14,7 +14,7 @@ from mcp import Client, StdioServerParameters
 
 from tests.conftest import SmallDisk
 from tests.mcp.conftest import error_body
-from tests.mcp.servers import ROOT, free_port, server_env
+from tests.mcp.servers import ROOT, free_port, run_workrail, server_env
 
 GOOD_KEY = "A" * 43
 
@@ -71,15 +71,7 @@ def _commands(data_dir: Path) -> dict[str, list[str]]:
 
 
 def _run(data_dir: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "workrail", *args],
-        env=server_env(data_dir),
-        cwd=ROOT,
-        input="",
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_workrail(data_dir, *args, input="", text=True)
 
 
 def _assert_one_clear_line(done: subprocess.CompletedProcess[str], code: str) -> None:

@@ -25,6 +25,7 @@ from tests.conftest import REFERENCE
 from tests.console.scenarios import damage_tail
 from tests.engine.conftest import engine_over
 from tests.services import missing
+from tests.store.postgres.conftest import flip_a_byte_of_the_latest_event
 from workrail.app import build_console, open_backend, open_backend_at
 from workrail.cli.console import server_config
 from workrail.config import Overrides, WorkrailConfig, load_config
@@ -185,14 +186,7 @@ class Store:
         if self.url is None:
             damage_tail(self.data_dir, session_id)
             return
-        with psycopg.connect(self.url, autocommit=True) as conn:
-            conn.execute(
-                "UPDATE workrail_events SET body = set_byte(body, length(body) / 2, "
-                "get_byte(body, length(body) / 2) # 1) WHERE session_id = %s AND "
-                "event_index = (SELECT max(event_index) FROM workrail_events "
-                "WHERE session_id = %s)",
-                (session_id, session_id),
-            )
+        flip_a_byte_of_the_latest_event(self.url, session_id)
 
     def noticed(self) -> None:
         """Let the query index see a change made behind the store's back. The files index
@@ -249,16 +243,22 @@ class Store:
             backend.close()
 
 
-@pytest.fixture(params=["files", "postgres"])
-def store(request: pytest.FixtureRequest, data_dir: Path) -> Iterator[Store]:
-    """Every console test runs on both backends."""
+def store_for(request: pytest.FixtureRequest, data_dir: Path, prefix: str) -> Iterator[Store]:
+    """The backend `request.param` names ("files", or "postgres": a new database on the
+    shared cluster, named with `prefix`), closed when the test is done."""
     if request.param == "files":
         chosen = Store("files", data_dir)
     else:
         cluster = request.getfixturevalue("postgres_cluster")
-        chosen = Store("postgres", data_dir, cluster.url(cluster.create_database("console")))
+        chosen = Store("postgres", data_dir, cluster.url(cluster.create_database(prefix)))
     yield chosen
     chosen.close()
+
+
+@pytest.fixture(params=["files", "postgres"])
+def store(request: pytest.FixtureRequest, data_dir: Path) -> Iterator[Store]:
+    """Every console test runs on both backends."""
+    yield from store_for(request, data_dir, "console")
 
 
 @pytest.fixture

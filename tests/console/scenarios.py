@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.engine.helpers import ok
+from tests.engine.helpers import loop_control, looped, ok, sid_of
 from workrail.engine.api import Engine
 
 HOSTILE_NOTES = """# Findings <script>window.__pwned = 'script'</script>
@@ -24,26 +24,11 @@ HOSTILE_NOTES = """# Findings <script>window.__pwned = 'script'</script>
 """
 
 
-def sid_of(engine: Engine, state_token: str) -> str:
-    return engine.deps.codec.parse_state(state_token).unwrap().session_id
-
-
-def loop_control(decision: str) -> dict[str, Any]:
-    return {"kind": "wr.loop_control", "loopId": "review-loop", "decision": decision}
-
-
 def forked_blocked_looped(engine: Engine, notes: str = "Prepared the review.") -> str:
     """loopctl-flow: prep; a fork from prep; review (checkpointed, one blocked attempt,
     then continue); review again; stop; done pending."""
     r = ok(engine.start_workflow("loopctl-flow", {"goal": "review the parser"}))
-    prep = ok(
-        engine.advance(
-            r["stateToken"],
-            r["ackToken"],
-            notes_markdown=notes,
-            artifacts=[loop_control("continue")],
-        )
-    )
+    prep = looped(engine, r, notes, "continue")
     again = ok(engine.rehydrate(r["stateToken"]))
     ok(
         engine.advance(
@@ -56,22 +41,8 @@ def forked_blocked_looped(engine: Engine, notes: str = "Prepared the review.") -
     ok(engine.checkpoint(prep["checkpointToken"]))
     blocked = ok(engine.advance(prep["stateToken"], prep["ackToken"], notes_markdown="forgot it"))
     assert blocked["kind"] == "blocked", blocked
-    first = ok(
-        engine.advance(
-            blocked["stateToken"],
-            blocked["ackToken"],
-            notes_markdown="Reviewed once; **another pass** needed.",
-            artifacts=[loop_control("continue")],
-        )
-    )
-    second = ok(
-        engine.advance(
-            first["stateToken"],
-            first["ackToken"],
-            notes_markdown="Reviewed twice; done.",
-            artifacts=[loop_control("stop")],
-        )
-    )
+    first = looped(engine, blocked, "Reviewed once; **another pass** needed.", "continue")
+    second = looped(engine, first, "Reviewed twice; done.", "stop")
     assert second["pending"]["stepId"] == "done", second
     return sid_of(engine, r["stateToken"])
 

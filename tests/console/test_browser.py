@@ -19,10 +19,9 @@ from tests.console.scenarios import (
     forked_blocked_looped,
     long_flow,
     long_run,
-    loop_control,
     started,
 )
-from tests.engine.helpers import ok
+from tests.engine.helpers import loop_control, ok
 from workrail.engine.api import Engine
 
 LIVE_TIMEOUT_MS = 8_000

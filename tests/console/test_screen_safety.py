@@ -4,8 +4,7 @@ or a note cannot reorder or disguise what a person reads."""
 from __future__ import annotations
 
 from tests.console.conftest import RunningConsole
-from tests.console.scenarios import sid_of
-from tests.engine.helpers import ok
+from tests.engine.helpers import ok, sid_of
 from workrail.engine.api import Engine
 
 HOSTILE = "Deploy \u202egnp.exe\u202c to \u2066prod\u2069 \x1b[2J now"

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from tests.console.scenarios import forked_blocked_looped
 from tests.engine.conftest import make_engine
+from tests.workflow.wf_helpers import running_doc
 from workrail.core.snapshot_state import (
     INVALID,
     SnapshotState,
@@ -32,31 +33,23 @@ def test_the_quick_read_says_what_the_full_parse_says(data_dir: Path) -> None:
 
 
 def test_loop_paths_make_the_pending_step_key() -> None:
-    raw = {
-        "v": 1,
-        "kind": "execution_snapshot",
-        "enginePayload": {
-            "v": 1,
-            "engineState": {
-                "kind": "running",
-                "completed": {"kind": "set", "values": []},
-                "loopStack": [
-                    {"loopId": "outer", "iteration": 1, "bodyIndex": 0},
-                    {"loopId": "inner", "iteration": 2, "bodyIndex": 0},
+    raw = running_doc(
+        [],
+        [
+            {"loopId": "outer", "iteration": 1, "bodyIndex": 0},
+            {"loopId": "inner", "iteration": 2, "bodyIndex": 0},
+        ],
+        {
+            "kind": "some",
+            "step": {
+                "stepId": "act",
+                "loopPath": [
+                    {"loopId": "outer", "iteration": 1},
+                    {"loopId": "inner", "iteration": 2},
                 ],
-                "pending": {
-                    "kind": "some",
-                    "step": {
-                        "stepId": "act",
-                        "loopPath": [
-                            {"loopId": "outer", "iteration": 1},
-                            {"loopId": "inner", "iteration": 2},
-                        ],
-                    },
-                },
             },
         },
-    }
+    )
     assert snapshot_state(raw) == SnapshotState("running", "outer@1/inner@2::act")
     assert _parsed(raw) == _quick(raw)
 

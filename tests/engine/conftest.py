@@ -47,10 +47,12 @@ def make_engine(data_dir: Path, workflows: Path | None = None) -> Engine:
     return engine_over(LocalBackend.open(data_dir), workflows)
 
 
-def memory_engine(workflows: Path | None = None) -> Engine:
+def memory_engine(
+    workflows: Path | None = None, *, catalog: WorkflowCatalog | None = None
+) -> Engine:
     """The engine over a fresh in-memory backend: for tests about the engine or a
     transport, not about storage (nothing touches the disk, no fsync)."""
-    return engine_over(MemoryBackend.open(lambda: datetime.now(UTC)), workflows)
+    return engine_over(MemoryBackend.open(lambda: datetime.now(UTC)), workflows, catalog=catalog)
 
 
 def counter_entropy(seed: str) -> Callable[[int], bytes]:
@@ -84,6 +86,16 @@ def engine_over(
     return Engine(deps)
 
 
+def engine_for(request: pytest.FixtureRequest) -> Engine:
+    """On the in-memory store, unless the test looks at the data directory (asks for
+    `data_dir`): then on the files backend there. A test of the engine's logic needs no
+    fsync'd files; one about what lands on disk says so by asking for the directory."""
+    if "data_dir" in request.fixturenames:
+        data_dir: Path = request.getfixturevalue("data_dir")
+        return make_engine(data_dir)
+    return memory_engine()
+
+
 @pytest.fixture
-def engine(data_dir: Path) -> Engine:
-    return make_engine(data_dir)
+def engine(request: pytest.FixtureRequest) -> Engine:
+    return engine_for(request)

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.engine.conftest import engine_over, make_engine
-from tests.engine.helpers import err, ok
+from tests.engine.conftest import make_engine, memory_engine
+from tests.engine.helpers import engine_runs, err, ok
 from workrail.app import DiscoveredCatalog
 from workrail.engine.api import Engine
 from workrail.store.local.backend import LocalBackend
@@ -49,11 +49,12 @@ def _advance_with(engine: Engine, call: dict[str, Any]) -> Any:
     )
 
 
-def _bundled_engine(data_dir: Path) -> Engine:
-    """The engine over the bundled library as discovery loads it (routines expanded)."""
+def _bundled_engine(root: Path) -> Engine:
+    """The engine over the bundled library as discovery loads it (routines expanded), on
+    the in-memory store (the properties are about the engine's answers, not storage)."""
     only_bundled = {"WORKFLOW_INCLUDE_USER": "false", "WORKFLOW_INCLUDE_PROJECT": "false"}
-    config = DiscoveryConfig(data_dir / "home", data_dir, only_bundled, BUNDLED)
-    return engine_over(LocalBackend.open(data_dir), catalog=DiscoveredCatalog(config))
+    config = DiscoveryConfig(root / "home", root, only_bundled, BUNDLED)
+    return memory_engine(catalog=DiscoveredCatalog(config))
 
 
 def test_a_missing_foreach_list_names_the_key_and_writes_nothing(data_dir: Path) -> None:
@@ -217,8 +218,8 @@ def shared_dirs() -> Iterator[dict[str, Engine]]:
     with tempfile.TemporaryDirectory() as root:
         engines = {
             "bundled": _bundled_engine(Path(root) / "bundled"),
-            "legacy": make_engine(Path(root) / "legacy", LEGACY),
-            "reference": make_engine(Path(root) / "reference", REFERENCE_WORKFLOWS),
+            "legacy": memory_engine(LEGACY),
+            "reference": memory_engine(REFERENCE_WORKFLOWS),
         }
         yield engines
 
@@ -238,12 +239,7 @@ def test_random_contexts_and_outputs_never_produce_an_internal_error(
         st.booleans(),  # follow the error's nextCall (with its placeholder) or not
     )
 
-    @settings(
-        max_examples=25,
-        deadline=None,
-        derandomize=True,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-    )
+    @engine_runs(max_examples=25)
     @given(start_context=st.none() | contexts, steps=st.lists(step, max_size=10))
     def run(start_context: dict[str, Any] | None, steps: list[Any]) -> None:
         started = engine.start_workflow(definition["id"], start_context)

@@ -6,16 +6,15 @@ is a result, a block with a fix, or an error that says what to send."""
 from __future__ import annotations
 
 import json
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.engine.conftest import make_engine
+from tests.engine.conftest import memory_engine
+from tests.engine.helpers import engine_runs
 from tests.engine.test_agent_omissions import JSON_VALUES, NOTES
 from workrail.engine.api import Engine
 from workrail.workflow.contracts import CONTRACTS
@@ -48,9 +47,9 @@ CONTEXTS = st.dictionaries(
 
 
 @pytest.fixture(scope="module")
-def engine() -> Iterator[Engine]:
-    with tempfile.TemporaryDirectory() as root:
-        yield make_engine(Path(root) / "data", RUNTIME)
+def engine() -> Engine:
+    """On the in-memory store: the property is about the engine's answers, not storage."""
+    return memory_engine(RUNTIME)
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
@@ -58,12 +57,7 @@ def test_random_output_never_produces_an_internal_error(path: Path, engine: Engi
     workflow_id = json.loads(path.read_text())["id"]
     step = st.tuples(st.none() | st.sampled_from(["", NOTES]), ARTIFACTS, st.none() | CONTEXTS)
 
-    @settings(
-        max_examples=20,
-        deadline=None,
-        derandomize=True,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
-    )
+    @engine_runs(max_examples=20)
     @given(context=st.none() | CONTEXTS, steps=st.lists(step, max_size=8))
     def run(context: dict[str, Any] | None, steps: list[Any]) -> None:
         started = engine.start_workflow(workflow_id, context)

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.engine.conftest import make_engine
-from tests.engine.helpers import as_bytes, err, ok, tree_digest
+from tests.engine.helpers import as_bytes, err, looped, ok, sid_of, tree_digest
 from workrail.engine.api import Engine
 from workrail.store.local.backend import LocalBackend
 from workrail.store.local.keyring import rotate_keyring
@@ -14,10 +14,6 @@ from workrail.store.local.keyring import rotate_keyring
 
 def _events(data_dir: Path, sid: str) -> list[Any]:
     return LocalBackend.open(data_dir).sessions.read(sid, lambda log: list(log.events)).unwrap()
-
-
-def _sid(engine: Engine, token: str) -> str:
-    return engine.deps.codec.parse_state(token).unwrap().session_id
 
 
 def test_start_writes_the_start_plan(engine: Engine, data_dir: Path) -> None:
@@ -35,7 +31,7 @@ def test_start_writes_the_start_plan(engine: Engine, data_dir: Path) -> None:
         "stateToken": r["stateToken"],
         "ackToken": r["ackToken"],
     }
-    kinds = [e.kind for e in _events(data_dir, _sid(engine, r["stateToken"]))]
+    kinds = [e.kind for e in _events(data_dir, sid_of(engine, r["stateToken"]))]
     assert kinds == [
         "session_created",
         "run_started",
@@ -44,7 +40,7 @@ def test_start_writes_the_start_plan(engine: Engine, data_dir: Path) -> None:
         "context_set",
     ]
     # the initial snapshot is the reference's golden one
-    node = _events(data_dir, _sid(engine, r["stateToken"]))[2]
+    node = _events(data_dir, sid_of(engine, r["stateToken"]))[2]
     assert (
         node.data.snapshotRef
         == "sha256:4748bddf79af5c179e3c59cbcb86d35ab387c10362eff5b085dd62039384027e"
@@ -65,7 +61,7 @@ def test_advance_to_completion_and_replay_is_byte_identical(engine: Engine, data
     a = ok(engine.advance(r["stateToken"], r["ackToken"], notes_markdown="planned"))
     assert a["kind"] == "ok"
     assert a["pending"]["stepId"] == "build"
-    sid = _sid(engine, r["stateToken"])
+    sid = sid_of(engine, r["stateToken"])
     before = tree_digest(data_dir)
     again = ok(engine.advance(r["stateToken"], r["ackToken"], notes_markdown="planned"))
     assert as_bytes(again) == as_bytes(a)
@@ -128,13 +124,13 @@ def test_checkpoint_is_idempotent_and_does_not_advance(engine: Engine, data_dir:
     assert tree_digest(data_dir) == before
     kinds = [
         (e.kind, getattr(e.data, "nodeKind", None))
-        for e in _events(data_dir, _sid(engine, r["stateToken"]))
+        for e in _events(data_dir, sid_of(engine, r["stateToken"]))
     ]
     assert kinds[-2:] == [("node_created", "checkpoint"), ("edge_created", None)]
     # the agent's ack token still advances the step; the edge records a non-tip advance
     a = ok(engine.advance(r["stateToken"], r["ackToken"], notes_markdown="planned"))
     assert a["pending"]["stepId"] == "build"
-    edge = _events(data_dir, _sid(engine, r["stateToken"]))[-2]
+    edge = _events(data_dir, sid_of(engine, r["stateToken"]))[-2]
     assert edge.kind == "edge_created"
     assert edge.data.cause.kind == "non_tip_advance"
 
@@ -145,7 +141,7 @@ def test_fork_keeps_both_branches_and_their_recaps(engine: Engine, data_dir: Pat
     fresh = ok(engine.rehydrate(r["stateToken"]))
     second = ok(engine.advance(r["stateToken"], fresh["ackToken"], notes_markdown="plan B"))
     assert first["stateToken"] != second["stateToken"]
-    sid = _sid(engine, r["stateToken"])
+    sid = sid_of(engine, r["stateToken"])
     edges = [e for e in _events(data_dir, sid) if e.kind == "edge_created"]
     assert [e.data.cause.kind for e in edges] == ["intentional_fork", "non_tip_advance"]
     a = ok(engine.rehydrate(first["stateToken"]))["pending"]["prompt"]
@@ -176,7 +172,7 @@ def test_blocked_outcome_then_retry(engine: Engine, data_dir: Path) -> None:
     )
     assert done["kind"] == "ok"
     assert done["pending"]["stepId"] == "write-two"
-    sid = _sid(engine, r["stateToken"])
+    sid = sid_of(engine, r["stateToken"])
     kinds = [e.kind for e in _events(data_dir, sid)]
     assert kinds.count("validation_performed") == 3  # two blocked + one retry-mode success
 
@@ -197,7 +193,9 @@ def test_context_merge_budget_and_reserved_keys(engine: Engine, data_dir: Path) 
             r["stateToken"], r["ackToken"], notes_markdown="p", context={"ticket": None, "m": 2}
         )
     )
-    sets = [e for e in _events(data_dir, _sid(engine, r["stateToken"])) if e.kind == "context_set"]
+    sets = [
+        e for e in _events(data_dir, sid_of(engine, r["stateToken"])) if e.kind == "context_set"
+    ]
     assert sets[-1].data.context == {"n": 1, "m": 2}
     assert sets[-1].data.source == "agent_delta"
 
@@ -249,7 +247,7 @@ def test_rotation_keeps_previous_tokens_until_next_rotation(data_dir: Path) -> N
 
 def test_unhealthy_session_refuses_writes(engine: Engine, data_dir: Path) -> None:
     r = ok(engine.start_workflow("probe-flow"))
-    sid = _sid(engine, r["stateToken"])
+    sid = sid_of(engine, r["stateToken"])
     seg = next((data_dir / "sessions" / sid / "events").glob("*.jsonl"))
     raw = bytearray(seg.read_bytes())
     raw[5] ^= 1
@@ -287,42 +285,17 @@ def test_inspect_preview_hash(engine: Engine) -> None:
     }
 
 
-def _loop_control(decision: str) -> dict[str, Any]:
-    return {"kind": "wr.loop_control", "loopId": "review-loop", "decision": decision}
-
-
 def test_artifact_driven_loop_runs_until_stop(engine: Engine, data_dir: Path) -> None:
     r = ok(engine.start_workflow("loopctl-flow"))
-    prep = ok(
-        engine.advance(
-            r["stateToken"],
-            r["ackToken"],
-            notes_markdown="ready",
-            artifacts=[_loop_control("continue")],
-        )
-    )
+    prep = looped(engine, r, "ready", "continue")
     assert prep["pending"]["stepId"] == "review"
-    first = ok(
-        engine.advance(
-            prep["stateToken"],
-            prep["ackToken"],
-            notes_markdown="again",
-            artifacts=[_loop_control("continue")],
-        )
-    )
+    first = looped(engine, prep, "again", "continue")
     assert first["pending"]["stepId"] == "review"
-    stop = ok(
-        engine.advance(
-            first["stateToken"],
-            first["ackToken"],
-            notes_markdown="enough",
-            artifacts=[_loop_control("stop")],
-        )
-    )
+    stop = looped(engine, first, "enough", "stop")
     assert stop["pending"]["stepId"] == "done"
     artifacts = [
         e
-        for e in _events(data_dir, _sid(engine, r["stateToken"]))
+        for e in _events(data_dir, sid_of(engine, r["stateToken"]))
         if getattr(e.data, "outputChannel", None) == "artifact"
     ]
     assert [a.data.payload.content["decision"] for a in artifacts] == [
@@ -334,14 +307,7 @@ def test_artifact_driven_loop_runs_until_stop(engine: Engine, data_dir: Path) ->
 
 def test_loop_step_without_its_contract_artifact_is_blocked(engine: Engine) -> None:
     r = ok(engine.start_workflow("loopctl-flow"))
-    prep = ok(
-        engine.advance(
-            r["stateToken"],
-            r["ackToken"],
-            notes_markdown="ready",
-            artifacts=[_loop_control("continue")],
-        )
-    )
+    prep = looped(engine, r, "ready", "continue")
     blocked = ok(engine.advance(prep["stateToken"], prep["ackToken"], notes_markdown="no artifact"))
     assert blocked["kind"] == "blocked"
     assert blocked["blockers"]["blockers"][0]["code"] == "MISSING_REQUIRED_OUTPUT"

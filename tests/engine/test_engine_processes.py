@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +10,7 @@ from hypothesis import strategies as st
 
 from tests.engine.conftest import make_engine
 from tests.engine.helpers import err, ok, tree_digest
+from tests.engine.hold_lock_child import writer_in_another_process
 from workrail.store.local.backend import LocalBackend
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,17 +21,7 @@ def test_locked_session_is_retryable_and_replays_still_work(data_dir: Path) -> N
     r = ok(engine.start_workflow("probe-flow"))
     a = ok(engine.advance(r["stateToken"], r["ackToken"], notes_markdown="planned"))
     sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
-    child = subprocess.Popen(
-        [sys.executable, "-m", "tests.engine.hold_lock_child", str(data_dir), sid],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert child.stdout is not None
-        assert child.stdout.readline().strip() == "READY"
+    with writer_in_another_process(data_dir)(sid):
         locked = err(engine.advance(a["stateToken"], a["ackToken"], notes_markdown="built"))
         assert locked.code == "TOKEN_SESSION_LOCKED"
         assert locked.retry_guidance.to_json() == {"kind": "retryable_after_ms", "afterMs": 1000}
@@ -42,12 +30,6 @@ def test_locked_session_is_retryable_and_replays_still_work(data_dir: Path) -> N
         # reads and replays never take the lock
         assert ok(engine.advance(r["stateToken"], r["ackToken"], notes_markdown="planned")) == a
         ok(engine.rehydrate(a["stateToken"]))
-    finally:
-        assert child.stdin is not None
-        assert child.stdout is not None
-        child.stdin.close()
-        child.wait(timeout=30)
-        child.stdout.close()
     ok(engine.advance(a["stateToken"], a["ackToken"], notes_markdown="built"))
 
 

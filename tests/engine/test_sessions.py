@@ -15,9 +15,9 @@ import pytest
 
 from tests.conftest import REFERENCE
 from tests.engine.conftest import engine_over
-from tests.engine.helpers import err, tree_digest
+from tests.engine.helpers import err, sid_of, tree_digest
+from tests.engine.hold_lock_child import writer_in_another_process
 from tests.services import require_binary
-from tests.store.test_local_store import writer_in_another_process
 from workrail.engine.api import Engine
 from workrail.engine.lifecycle import PruneRequest
 from workrail.engine.sessions import ListRequest
@@ -33,7 +33,7 @@ def counting_entropy() -> Any:
 
 def _start(engine: Engine, goal: str = "a goal", **kw: Any) -> str:
     r = engine.start_workflow("probe-flow", {"goal": goal}, **kw).unwrap()
-    return str(engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id)
+    return str(sid_of(engine, r["stateToken"]))
 
 
 @pytest.fixture
@@ -103,7 +103,7 @@ def test_events_since_pages_and_reports_gaps(engine: Engine, data_dir: Path) -> 
     assert err(engine.events_since(sid, 0, 0)).code == "VALIDATION_ERROR"
     # damage the newest append: the readable prefix, then an explicit error
     r = engine.start_workflow("probe-flow").unwrap()
-    damaged = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
+    damaged = sid_of(engine, r["stateToken"])
     engine.advance(r["stateToken"], r["ackToken"], notes_markdown="x").unwrap()
     segment = max((data_dir / "sessions" / damaged / "events").iterdir())
     raw = bytearray(segment.read_bytes())
@@ -223,7 +223,7 @@ def test_prune_deletes_old_sessions_then_collects_unreferenced_content(
 ) -> None:
     old = _start(engine)
     val = engine.start_workflow("val-flow").unwrap()
-    val_sid = engine.deps.codec.parse_state(val["stateToken"]).unwrap().session_id
+    val_sid = sid_of(engine, val["stateToken"])
     snapshots_before = {r.ref for r in engine.deps.snapshots.list_refs().unwrap()}
     _age(data_dir, old, 40)
     _age(data_dir, val_sid, 40)
@@ -269,7 +269,7 @@ def test_nothing_is_collected_while_a_session_does_not_validate(
 ) -> None:
     old = _start(engine)
     r = engine.start_workflow("probe-flow").unwrap()
-    broken = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
+    broken = sid_of(engine, r["stateToken"])
     engine.advance(r["stateToken"], r["ackToken"], notes_markdown="x").unwrap()
     segment = max((data_dir / "sessions" / broken / "events").iterdir())
     segment.write_bytes(segment.read_bytes()[:-5] + b"xxxxx")

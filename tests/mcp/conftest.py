@@ -15,7 +15,7 @@ from mcp import Client
 from mcp.server import MCPServer
 from mcp.types import CallToolResult
 
-from tests.engine.conftest import make_engine, memory_engine
+from tests.engine.conftest import engine_for, make_engine
 from tests.fence.conftest import (  # noqa: F401 (fixtures of the fence surfaces' tests)
     backend,
     backend_factory,
@@ -30,18 +30,10 @@ from workrail.mcp import build_server
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
 def engine(request: pytest.FixtureRequest) -> Engine:
     """On the in-memory store, unless the test looks at the data directory (asks for
     `data_dir`): then on the files backend there, as `workrail mcp` runs."""
-    if "data_dir" in request.fixturenames:
-        data_dir: Path = request.getfixturevalue("data_dir")
-        return make_engine(data_dir)
-    return memory_engine()
+    return engine_for(request)
 
 
 @pytest.fixture

@@ -9,6 +9,8 @@ import subprocess
 from pathlib import Path
 from typing import NoReturn
 
+from filelock import FileLock
+
 from tests.mcp.servers import ROOT
 from tests.services import missing
 
@@ -41,8 +43,17 @@ def npm_install(service: str, package: str, version: str, cache_name: str) -> Pa
     installed = cache / "node_modules" / package
     if (installed / "package.json").exists():
         return installed
-    npm_cli = node.parent.parent / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"
     cache.mkdir(parents=True, exist_ok=True)
+    # Parallel test workers share the cache: one installs while the others wait for it.
+    with FileLock(cache.with_name(cache.name + ".lock")):
+        if not (installed / "package.json").exists():
+            _install(service, node, cache, package, version)
+    return installed
+
+
+def _install(service: str, node: Path, cache: Path, package: str, version: str) -> None:
+    installed = cache / "node_modules" / package
+    npm_cli = node.parent.parent / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"
     path = f"{node.parent}{os.pathsep}{os.environ.get('PATH', '')}"
     done = subprocess.run(
         [
@@ -64,4 +75,3 @@ def npm_install(service: str, package: str, version: str, cache_name: str) -> Pa
     )
     if done.returncode != 0 or not (installed / "package.json").exists():
         _unavailable(service, f"npm install {package}@{version} failed: {done.stderr[-2000:]}")
-    return installed

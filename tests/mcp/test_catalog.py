@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from mcp.server import MCPServer
 
-from tests.mcp.servers import ROOT, server_env
+from tests.mcp.servers import INITIALIZE, ROOT, run_workrail, server_env, stdio_server
 from workrail.config import WorkrailConfig, load_config
 from workrail.engine.api import Engine
 from workrail.fence import FenceService, open_fence_service
@@ -235,18 +235,7 @@ def test_a_damaged_catalogue_is_not_used(
 
 # --- over real processes ---------------------------------------------------------------
 
-_INITIALIZE = json.dumps(
-    {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        },
-    }
-).encode()
+_INITIALIZE = json.dumps(INITIALIZE).encode()
 _FOLLOWING = [
     b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
     b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}',
@@ -259,14 +248,7 @@ _FOLLOWING = [
 
 def _talk(data_dir: Path, *extra: str) -> dict[int, bytes]:
     """The answers, by id, to initialize and the requests that follow it."""
-    with subprocess.Popen(
-        [sys.executable, "-m", "workrail", "mcp", *extra],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=server_env(data_dir),
-        cwd=ROOT,
-    ) as proc:
+    with stdio_server(data_dir, *extra) as proc:
         assert proc.stdin is not None
         assert proc.stdout is not None
         assert proc.stderr is not None
@@ -373,14 +355,7 @@ def test_a_store_that_cannot_open_while_the_client_asks_ends_in_one_clear_line(
     keyring.parent.mkdir(exist_ok=True)
     keyring.write_bytes(b"{not json")
     keyring.chmod(0o600)
-    done = subprocess.run(
-        [sys.executable, "-m", "workrail", "mcp"],
-        env=server_env(data_dir),
-        cwd=ROOT,
-        input=b"\n".join([_INITIALIZE, *_FOLLOWING]) + b"\n",
-        capture_output=True,
-        timeout=120,
-    )
+    done = run_workrail(data_dir, "mcp", input=b"\n".join([_INITIALIZE, *_FOLLOWING]) + b"\n")
     assert done.returncode == 1, done.stderr
     stderr = done.stderr.decode()
     assert "Traceback" not in stderr, stderr

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +21,7 @@ from mcp.server import MCPServer
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 
-from tests.mcp.servers import ROOT, server_env
+from tests.mcp.servers import stdio_server
 from workrail.engine.api import Engine
 from workrail.mcp import build_server
 from workrail.mcp.content import has_content
@@ -341,14 +339,7 @@ _TOOLS_LIST = b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}'
 def _talk(data_dir: Path, stdio: str, *frames: bytes, answers: int) -> list[bytes]:
     """Send `frames`, read `answers` lines, then close stdin (the SDK's own transport
     drops requests still in flight at EOF, so the answers are read first)."""
-    with subprocess.Popen(
-        [sys.executable, "-m", "workrail", "mcp", "--stdio", stdio],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=server_env(data_dir),
-        cwd=ROOT,
-    ) as proc:
+    with stdio_server(data_dir, "--stdio", stdio) as proc:
         assert proc.stdin is not None
         assert proc.stdout is not None
         assert proc.stderr is not None
@@ -425,14 +416,7 @@ def test_requests_sent_while_the_server_loads_are_all_answered_as_the_sdk_answer
 def test_a_client_that_speaks_after_the_server_is_up_is_answered_by_the_sdk(
     data_dir: Path,
 ) -> None:
-    with subprocess.Popen(
-        [sys.executable, "-m", "workrail", "mcp"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=server_env(data_dir),
-        cwd=ROOT,
-    ) as proc:
+    with stdio_server(data_dir) as proc:
         assert proc.stdin is not None
         assert proc.stdout is not None
         assert proc.stderr is not None

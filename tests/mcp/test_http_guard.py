@@ -16,21 +16,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.mcp.servers import ROOT, free_port, server_env, wait_until_accepting
+from tests.mcp.servers import (
+    INITIALIZE,
+    ROOT,
+    closed_by_server,
+    free_port,
+    server_env,
+    wait_until_accepting,
+)
 from workrail.mcp.http_guard import HEAD_TIMEOUT_S
 
-BODY = json.dumps(
-    {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "1"},
-        },
-    }
-).encode()
+BODY = json.dumps(INITIALIZE).encode()
 
 
 def _start(data_dir: Path, *, quiet: bool = False) -> tuple[subprocess.Popen[bytes], int]:
@@ -72,19 +68,6 @@ def _head(port: int, *, expect_continue: bool = False) -> bytes:
     return ("\r\n".join(lines) + "\r\n\r\n").encode()
 
 
-def _closed_by_server(sock: socket.socket, within: float) -> bool:
-    """True when the server closes `sock` within `within` seconds (recv returns EOF)."""
-    sock.settimeout(within)
-    try:
-        while sock.recv(4096):
-            pass
-    except TimeoutError:
-        return False
-    except ConnectionResetError:
-        return True
-    return True
-
-
 @pytest.mark.slow
 def test_silent_and_trickling_connections_are_closed(data_dir: Path) -> None:
     proc, port = _start(data_dir)
@@ -107,9 +90,9 @@ def test_silent_and_trickling_connections_are_closed(data_dir: Path) -> None:
                     break
             except TimeoutError:
                 continue
-        assert _closed_by_server(slow, HEAD_TIMEOUT_S + 5)
+        assert closed_by_server(slow, HEAD_TIMEOUT_S + 5)
         assert time.monotonic() - started < HEAD_TIMEOUT_S + 5
-        assert _closed_by_server(silent, 5)
+        assert closed_by_server(silent, 5)
         # and the server still serves whoever behaves
         with socket.create_connection(("127.0.0.1", port), timeout=30) as ok:
             ok.sendall(_head(port) + BODY)

@@ -15,7 +15,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from tests.console.conftest import Store
+from tests.console.conftest import Store, store_for
 from tests.engine.helpers import tree_digest
 from tests.mcp.conftest import advance_args, ok
 from workrail.core.budgets import NOTES_MAX_BYTES
@@ -31,13 +31,7 @@ PREFIX = "workrail://sessions/"
 
 @pytest.fixture(params=["files", "postgres"])
 def store(request: pytest.FixtureRequest, data_dir: Path) -> Iterator[Store]:
-    if request.param == "files":
-        chosen = Store("files", data_dir)
-    else:
-        cluster = request.getfixturevalue("postgres_cluster")
-        chosen = Store("postgres", data_dir, cluster.url(cluster.create_database("resources")))
-    yield chosen
-    chosen.close()
+    yield from store_for(request, data_dir, "resources")
 
 
 @pytest.fixture

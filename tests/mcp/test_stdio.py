@@ -5,26 +5,15 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.mcp.servers import ROOT, server_env
+from tests.mcp.servers import INITIALIZE, run_workrail
 from workrail.mcp.stdio import INVALID_REQUEST, PARSE_ERROR, parse_frame
 
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
+INIT = INITIALIZE
 
 
 def _call(request_id: int, params: str) -> str:
@@ -66,15 +55,7 @@ def test_a_real_server_answers_every_frame_and_keeps_serving(data_dir: Path) -> 
     frames = [json.dumps(INIT), '{"jsonrpc":"2.0","method":"notifications/initialized"}']
     frames += [frame for frame, _ in HOSTILE.values()]
     frames += ['{"jsonrpc":"2.0","id":99,"method":"ping"}']
-    done = subprocess.run(
-        [sys.executable, "-m", "workrail", "mcp"],
-        input="\n".join(frames) + "\n",
-        capture_output=True,
-        text=True,
-        env=server_env(data_dir),
-        cwd=ROOT,
-        timeout=120,
-    )
+    done = run_workrail(data_dir, "mcp", input="\n".join(frames) + "\n", text=True)
     assert done.returncode == 0, done.stderr
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     by_id = {a.get("id"): a for a in answers}
@@ -103,14 +84,7 @@ def test_stdin_that_is_not_a_pipe_is_read_to_its_end(
         source = tmp_path / "requests.jsonl"
         source.write_bytes(requests)
     with open(source, "rb") as file:
-        done = subprocess.run(
-            [sys.executable, "-m", "workrail", "mcp"],
-            stdin=file,
-            capture_output=True,
-            env=server_env(data_dir),
-            cwd=ROOT,
-            timeout=120,
-        )
+        done = run_workrail(data_dir, "mcp", stdin=file)
     assert done.returncode == 0, done.stderr
     assert b"Traceback" not in done.stderr
     ids = [json.loads(line)["id"] for line in done.stdout.splitlines()]

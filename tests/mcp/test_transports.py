@@ -14,7 +14,7 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from tests.mcp.conftest import advance_args, error_body, ok
-from tests.mcp.servers import ROOT, http_subprocess, server_env
+from tests.mcp.servers import ROOT, http_subprocess, run_workrail, server_env
 
 pytestmark = pytest.mark.anyio
 
@@ -85,15 +85,7 @@ def test_stdio_exits_cleanly_on_eof_and_keeps_stdout_for_protocol(
         '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
         '"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "workrail", "mcp", "--stdio", stdio],
-        input=init,
-        capture_output=True,
-        text=True,
-        env=server_env(data_dir),
-        cwd=ROOT,
-        timeout=120,
-    )
+    done = run_workrail(data_dir, "mcp", "--stdio", stdio, input=init, text=True)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert len(lines) == 1

@@ -23,7 +23,7 @@ import pytest
 
 from tests.conftest import REFERENCE
 from tests.mcp.npm_packages import node_binary, npm_install
-from tests.mcp.servers import ROOT, server_env
+from tests.mcp.servers import ROOT, server_env, settle
 
 SDK = "@modelcontextprotocol/sdk"
 VERSION = "1.32.2"
@@ -112,11 +112,7 @@ def ts_client(sdk: Path, tmp_path: Path) -> Iterator[TypeScriptClient]:
         finally:
             assert proc.stdin is not None
             proc.stdin.close()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            settle(proc)
             assert proc.stdout is not None
             proc.stdout.close()
 

@@ -71,11 +71,13 @@ def _service_user() -> str | None:
             return name
         except KeyError:
             continue
-    subprocess.run(
+    made = subprocess.run(
         ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", SERVICE_USER],
-        check=True,
+        check=False,
         capture_output=True,
     )
+    if made.returncode != 0:
+        pwd.getpwnam(SERVICE_USER)  # a parallel test worker made it first; else KeyError
     return SERVICE_USER
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from returns.result import Failure
 
+from tests.mcp.servers import run_workrail
 from tests.store.contract import append, events_of
 from tests.store.plans import Chain
 from workrail.core.canonical import digest_file_name
@@ -267,16 +268,8 @@ def test_workrail_sessions_lists_every_session_despite_fifos_and_directories(
     seg2 = _first_segment(dir_dir)
     seg2.unlink()
     seg2.mkdir()
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "WORKRAIL_DATA_DIR": str(data_dir)}
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "workrail", "sessions", "--json"],
-            env=env,
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        done = run_workrail(data_dir, "sessions", "--json", text=True, timeout=60)
     finally:
         _unblock(seg)
     assert done.returncode == 0, done.stderr
@@ -316,14 +309,7 @@ def test_a_fifo_at_the_session_index_hangs_no_read(data_dir: Path) -> None:
     (never waited on), and they answer from the logs."""
     chain, _ = _grown(data_dir)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "WORKRAIL_DATA_DIR": str(data_dir)}
-    listed = subprocess.run(
-        [sys.executable, "-m", "workrail", "sessions", "--json"],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    listed = run_workrail(data_dir, "sessions", "--json", text=True, timeout=60)
     assert listed.returncode == 0, listed.stderr
     index = data_dir / "index" / "sessions.sqlite3"
     for leftover in index.parent.glob("sessions.sqlite3*"):
@@ -340,14 +326,7 @@ def test_a_fifo_at_the_session_index_hangs_no_read(data_dir: Path) -> None:
         "print(len(query.candidates(CandidateQuery(session_id=sys.argv[2])).unwrap()))\n"
     )
     try:
-        again = subprocess.run(
-            [sys.executable, "-m", "workrail", "sessions", "--json"],
-            env=env,
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        again = run_workrail(data_dir, "sessions", "--json", text=True, timeout=60)
         direct = subprocess.run(
             [sys.executable, "-c", script, str(data_dir), chain.sess],
             env=env,

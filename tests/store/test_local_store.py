@@ -3,16 +3,13 @@ from __future__ import annotations
 import errno
 import json
 import os
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from returns.result import Success
 
+from tests.engine.hold_lock_child import writer_in_another_process
 from tests.store.contract import (
     BackendContract,
     ProjectionPropertyContract,
@@ -26,32 +23,6 @@ from workrail.store.local.backend import LocalBackend
 from workrail.store.local.session_store import TRASH_PREFIX, LocalSessionStore
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def writer_in_another_process(data_dir: Path) -> Any:
-    """A context manager factory: hold a session's writer from a child process."""
-
-    @contextmanager
-    def in_another_process(session_id: str) -> Iterator[None]:
-        child = subprocess.Popen(
-            [sys.executable, "-m", "tests.engine.hold_lock_child", str(data_dir), session_id],
-            cwd=ROOT,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        try:
-            assert child.stdout is not None
-            assert child.stdout.readline().strip() == "READY"
-            yield
-        finally:
-            assert child.stdin is not None
-            assert child.stdout is not None
-            child.stdin.close()
-            child.wait(timeout=60)
-            child.stdout.close()
-
-    return in_another_process
 
 
 class TestLocalSessionStore(SessionStoreContract):

@@ -6,8 +6,6 @@ from __future__ import annotations
 import logging
 import os
 import stat
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,7 +14,7 @@ from returns.result import Failure
 
 from tests.engine.conftest import make_engine
 from tests.fence.helpers import claim, ok
-from tests.mcp.servers import ROOT, server_env
+from tests.mcp.servers import run_workrail
 from workrail.app import open_fence
 from workrail.config import load_config
 from workrail.fence.identity import fence_key_path
@@ -102,26 +100,12 @@ def test_a_keyring_others_can_read_or_change_is_refused(data_dir: Path, how: str
 def test_the_server_refuses_a_shared_keyring_in_one_line_unless_allowed(data_dir: Path) -> None:
     path = _keyring(data_dir)
     os.chown(path, NOBODY, NOBODY)
-    done = subprocess.run(
-        [sys.executable, "-m", "workrail", "mcp"],
-        env=server_env(data_dir),
-        cwd=ROOT,
-        input="",
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_workrail(data_dir, "mcp", input="", text=True)
     assert done.returncode != 0
     assert "Traceback" not in done.stderr
     assert done.stderr.splitlines()[0].startswith("KEYRING_INSECURE: "), done.stderr
-    allowed = subprocess.run(
-        [sys.executable, "-m", "workrail", "mcp"],
-        env={**server_env(data_dir), "WORKRAIL_ALLOW_INSECURE_KEYS": "true"},
-        cwd=ROOT,
-        input="",
-        capture_output=True,
-        text=True,
-        timeout=120,
+    allowed = run_workrail(
+        data_dir, "mcp", extra_env={"WORKRAIL_ALLOW_INSECURE_KEYS": "true"}, input="", text=True
     )
     assert allowed.returncode == 0, allowed.stderr
     assert "owned by uid 65534" in allowed.stderr  # the warning in the log

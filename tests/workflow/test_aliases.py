@@ -10,28 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client
 
-from tests.scripted_agent import workrail_client
+from tests.scripted_agent import tool_answer, workrail_client
 from workrail.workflow.aliases import WORKFLOW_ALIASES, alias_target
 from workrail.workflow.catalog import FoundFile, WorkflowSource, build_catalog
 
 ROOT = Path(__file__).resolve().parents[2]
 LEGACY = ROOT / "tests" / "fixtures" / "legacy_workflows"
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-async def _call(client: Client, tool: str, args: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(tool, args)
-    assert not result.is_error, result.content
-    answer = json.loads(result.content[0].text)  # type: ignore[union-attr]
-    assert isinstance(answer, dict)
-    return answer
 
 
 def _found(origin: Any, directory: Path, definition: dict[str, Any]) -> FoundFile:
@@ -64,14 +50,14 @@ def test_a_real_workflow_with_a_former_id_wins_over_the_alias(tmp_path: Path) ->
 async def test_former_ids_start_and_inspect_the_new_workflows(tmp_path: Path) -> None:
     first_steps = {"coding-task": "triage", "bug-investigation": "capture", "code-review": "scope"}
     async with workrail_client(tmp_path, include_bundled=True) as client:
-        listed = await _call(client, "list_workflows", {})
+        listed = await tool_answer(client, "list_workflows", {})
         ids = {w["workflowId"] for w in listed["workflows"]}
         assert set(WORKFLOW_ALIASES.values()) <= ids
         assert not ids & set(WORKFLOW_ALIASES)
         for former, current in WORKFLOW_ALIASES.items():
-            inspected = await _call(client, "inspect_workflow", {"workflowId": former})
+            inspected = await tool_answer(client, "inspect_workflow", {"workflowId": former})
             assert inspected["workflowId"] == current
-            started = await _call(client, "start_workflow", {"workflowId": former})
+            started = await tool_answer(client, "start_workflow", {"workflowId": former})
             assert started["pending"]["stepId"] == first_steps[former]
             listed_hash = next(
                 w["workflowHash"] for w in listed["workflows"] if w["workflowId"] == current
@@ -83,16 +69,16 @@ async def test_a_session_on_a_former_workflow_keeps_its_pinned_definition(
     tmp_path: Path,
 ) -> None:
     notes = "Goal, files, open questions: none; size small. " * 3
-    async with workrail_client(tmp_path, [LEGACY]) as before:
-        started = await _call(before, "start_workflow", {"workflowId": "coding-task"})
+    async with workrail_client(tmp_path, [LEGACY], on_disk=True) as before:
+        started = await tool_answer(before, "start_workflow", {"workflowId": "coding-task"})
         assert started["pending"]["stepId"] == "understand"
         params = {**started["nextCall"]["params"], "output": {"notesMarkdown": notes}}
         params["context"] = {"taskComplexity": "small"}
-        advanced = await _call(before, "continue_workflow", params)
+        advanced = await tool_answer(before, "continue_workflow", params)
         assert advanced["pending"]["stepId"] == "plan"
     # The same data directory, now served the library alone: the former file is gone.
-    async with workrail_client(tmp_path, include_bundled=True) as after:
-        rehydrated = await _call(
+    async with workrail_client(tmp_path, include_bundled=True, on_disk=True) as after:
+        rehydrated = await tool_answer(
             after,
             "continue_workflow",
             {"intent": "rehydrate", "stateToken": advanced["stateToken"]},
@@ -101,7 +87,7 @@ async def test_a_session_on_a_former_workflow_keeps_its_pinned_definition(
         plan = "1. parser: change parse.py, test test_parse. 2. cli: change cli.py, test. " * 2
         params = {**advanced["nextCall"]["params"], "output": {"notesMarkdown": plan}}
         params["context"] = {"planSlices": ["parser"]}
-        moved = await _call(after, "continue_workflow", params)
+        moved = await tool_answer(after, "continue_workflow", params)
         assert moved["pending"]["stepId"] == "implement-slice"
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from workrail.config import Overrides, load_config
+from workrail.config import Overrides, WorkrailConfig, load_config
 from workrail.workflow.catalog import CompileCache
 from workrail.workflow.jsvalues import compile_js_regex, python_only_syntax
 from workrail.workflow.sources import discover
@@ -55,13 +55,17 @@ def test_library_dirs_come_from_the_environment_and_the_command_line(tmp_path: P
     assert "routine-e2e-check" not in catalog.workflows
 
 
+def _config(tmp_path: Path, variable: str, library: Path) -> WorkrailConfig:
+    """The configuration with `library` named by `variable`, and no user workflows."""
+    config: WorkrailConfig = load_config(
+        {variable: str(library), "WORKFLOW_INCLUDE_USER": "false"}, home=tmp_path, cwd=tmp_path
+    ).unwrap()
+    return config
+
+
 def test_the_reserved_namespace_stays_reserved_outside_libraries(tmp_path: Path) -> None:
     library = _library(tmp_path)
-    config = load_config(
-        {"WORKFLOW_STORAGE_PATH": str(library), "WORKFLOW_INCLUDE_USER": "false"},
-        home=tmp_path,
-        cwd=tmp_path,
-    ).unwrap()
+    config = _config(tmp_path, "WORKFLOW_STORAGE_PATH", library)
     catalog = discover(config.discovery)
     assert "wr.review" not in catalog.workflows
     bad = next(b for b in catalog.invalid if b.workflow_id == "wr.review")
@@ -70,11 +74,7 @@ def test_the_reserved_namespace_stays_reserved_outside_libraries(tmp_path: Path)
 
 def test_a_rebuilt_catalogue_compiles_only_what_changed(tmp_path: Path) -> None:
     library = _library(tmp_path)
-    config = load_config(
-        {"WORKFLOW_LIBRARY_PATH": str(library), "WORKFLOW_INCLUDE_USER": "false"},
-        home=tmp_path,
-        cwd=tmp_path,
-    ).unwrap()
+    config = _config(tmp_path, "WORKFLOW_LIBRARY_PATH", library)
     cache = CompileCache()
     first = discover(config.discovery, cache)
     assert cache.hits == 0

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from returns.result import Failure
 
+from tests.workflow.wf_helpers import running_doc
 from workrail.core.snapshot import (
     LoopFrame,
     LoopPathFrame,
@@ -63,34 +64,18 @@ def test_collation_is_a_total_order_with_prefix_first(keys: list[str]) -> None:
         assert collation_key(a) < collation_key(b)
 
 
-def _running(completed: list[str], stack: list[dict[str, Any]], pending: Any) -> dict[str, Any]:
-    return {
-        "v": 1,
-        "kind": "execution_snapshot",
-        "enginePayload": {
-            "v": 1,
-            "engineState": {
-                "kind": "running",
-                "completed": {"kind": "set", "values": completed},
-                "loopStack": stack,
-                "pending": pending,
-            },
-        },
-    }
-
-
 @pytest.mark.parametrize(
     "bad",
     [
-        _running(["b", "a"], [], {"kind": "none"}),  # unsorted
-        _running(["a", "a"], [], {"kind": "none"}),  # duplicate
-        _running(["plan"], [], {"kind": "some", "step": {"stepId": "plan", "loopPath": []}}),
-        _running(
+        running_doc(["b", "a"], [], {"kind": "none"}),  # unsorted
+        running_doc(["a", "a"], [], {"kind": "none"}),  # duplicate
+        running_doc(["plan"], [], {"kind": "some", "step": {"stepId": "plan", "loopPath": []}}),
+        running_doc(
             [],
             [{"loopId": "l", "iteration": 0, "bodyIndex": 0}],
             {"kind": "some", "step": {"stepId": "s", "loopPath": []}},
         ),
-        _running(
+        running_doc(
             [],
             [
                 {"loopId": "l", "iteration": 0, "bodyIndex": 0},
@@ -98,9 +83,9 @@ def _running(completed: list[str], stack: list[dict[str, Any]], pending: Any) ->
             ],
             {"kind": "none"},
         ),
-        _running([], [{"loopId": "l", "iteration": -1, "bodyIndex": 0}], {"kind": "none"}),
-        _running(["Bad Key"], [], {"kind": "none"}),
-        {**_running([], [], {"kind": "none"}), "extra": 1},
+        running_doc([], [{"loopId": "l", "iteration": -1, "bodyIndex": 0}], {"kind": "none"}),
+        running_doc(["Bad Key"], [], {"kind": "none"}),
+        {**running_doc([], [], {"kind": "none"}), "extra": 1},
     ],
 )
 def test_invalid_snapshots_are_rejected(bad: dict[str, Any]) -> None:

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.scripted_agent import Output, ScriptedAgent, scripted, workrail_client
+from tests.scripted_agent import Output, ScriptedAgent, scripted, tool_answer, workrail_client
 from workrail.workflow.passes.blocks import HEADINGS
 from workrail.workflow.passes.features import FEATURES
 from workrail.workflow.passes.metrics import COMMITS_KEY, OUTCOME_KEY
@@ -17,18 +16,6 @@ from workrail.workflow.passes.refs import REF_TEXTS
 
 V3 = Path(__file__).parent / "fixtures" / "v3"
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-async def _call(client: Any, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    result = await client.call_tool(tool, arguments)
-    answer = json.loads(result.content[0].text)
-    assert isinstance(answer, dict)
-    return answer
 
 
 async def test_a_block_prompt_with_refs_and_features(tmp_path: Path) -> None:
@@ -53,14 +40,14 @@ async def test_metrics_footer_and_catalogue_metadata(tmp_path: Path) -> None:
         }
     )
     async with workrail_client(tmp_path, [V3]) as client:
-        listed = await _call(client, "list_workflows", {})
+        listed = await tool_answer(client, "list_workflows", {})
         row = next(w for w in listed["workflows"] if w["workflowId"] == "v3.metrics")
         assert row["about"].startswith("## Metrics probe")
         assert row["examples"] == ["Fix the flaky login test and open a pull request"]
         plain = next(w for w in listed["workflows"] if w["workflowId"] == "v3.fragments")
         assert "about" not in plain
         assert "examples" not in plain
-        inspected = await _call(client, "inspect_workflow", {"workflowId": "v3.metrics"})
+        inspected = await tool_answer(client, "inspect_workflow", {"workflowId": "v3.metrics"})
         assert inspected["about"] == row["about"]
         assert inspected["authoringSpec"]["stale"] is True
         assert inspected["authoringSpec"]["validatedAgainstSpecVersion"] == 3
@@ -91,7 +78,7 @@ async def test_fragments_follow_the_context_both_ways(
 
 async def test_a_routine_is_run_as_the_callers_steps(tmp_path: Path) -> None:
     async with workrail_client(tmp_path, [V3]) as client:
-        listed = await _call(client, "list_workflows", {})
+        listed = await tool_answer(client, "list_workflows", {})
         run = await ScriptedAgent(client).run("v3.routine-call")
     assert "routine-e2e-check" not in {w["workflowId"] for w in listed["workflows"]}
     assert run.complete
@@ -166,7 +153,7 @@ async def test_a_library_workflow_runs_with_the_bundled_rights(tmp_path: Path) -
     )
     env = {"WORKFLOW_LIBRARY_PATH": str(library)}
     async with workrail_client(tmp_path / "run", env=env) as client:
-        listed = await _call(client, "list_workflows", {})
+        listed = await tool_answer(client, "list_workflows", {})
         assert "wr.checked" in {w["workflowId"] for w in listed["workflows"]}
         run = await ScriptedAgent(client).run("wr.checked")
     assert run.complete

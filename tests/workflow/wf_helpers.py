@@ -31,3 +31,20 @@ def step(step_id: str, **extra: Any) -> dict[str, Any]:
 
 def compiled(definition: dict[str, Any]) -> CompiledWorkflow:
     return compile_definition(definition).unwrap()
+
+
+def running_doc(completed: list[str], stack: list[dict[str, Any]], pending: Any) -> dict[str, Any]:
+    """An execution snapshot document in the running state, as the engine stores it."""
+    return {
+        "v": 1,
+        "kind": "execution_snapshot",
+        "enginePayload": {
+            "v": 1,
+            "engineState": {
+                "kind": "running",
+                "completed": {"kind": "set", "values": completed},
+                "loopStack": stack,
+                "pending": pending,
+            },
+        },
+    }

@@ -7,6 +7,7 @@ import pytest
 from returns.result import Failure, Success
 
 from tests.store.postgres.conftest import OpenBackend
+from tests.workflow.wf_helpers import running_doc
 from workrail.core.canonical import canonical_bytes, canonical_digest
 from workrail.core.snapshot_state import INVALID, SnapshotState
 
@@ -67,19 +68,7 @@ def test_the_decoded_cache_is_bounded_by_bytes_newest_kept(open_backend: OpenBac
 def test_states_of_rows_stored_before_they_were_recorded_come_from_the_bodies(
     open_backend: OpenBackend, module_db_url: str
 ) -> None:
-    running = {
-        "v": 1,
-        "kind": "execution_snapshot",
-        "enginePayload": {
-            "v": 1,
-            "engineState": {
-                "kind": "running",
-                "completed": {"kind": "set", "values": []},
-                "loopStack": [],
-                "pending": {"kind": "some", "step": {"stepId": "plan", "loopPath": []}},
-            },
-        },
-    }
+    running = running_doc([], [], {"kind": "some", "step": {"stepId": "plan", "loopPath": []}})
     writer = open_backend().snapshots
     refs = [writer.put(running).unwrap(), writer.put({"probe": "old row"}).unwrap()]
     damaged = writer.put({"probe": "damaged old row"}).unwrap()

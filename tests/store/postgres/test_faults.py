@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -29,6 +30,18 @@ def _count_afresh(url: str, session_id: str) -> int:
         other.close()
 
 
+@contextmanager
+def _started(url: str) -> Iterator[tuple[PostgresBackend, Chain]]:
+    """A store on `url` holding one started session (closed on exit)."""
+    backend = _open(url)
+    try:
+        chain = Chain()
+        append(backend.sessions, chain.sess, chain.start())
+        yield backend, chain
+    finally:
+        backend.close()
+
+
 def _until(call: Callable[[], Result[Any, Any]], seconds: float = 30) -> Any:
     """Repeat `call` until it succeeds; every failure on the way must be retryable."""
     deadline = time.monotonic() + seconds
@@ -46,10 +59,7 @@ def test_a_stopped_database_is_retryable_per_call_and_then_serves_again(
     own_postgres: PostgresCluster,
 ) -> None:
     url = own_postgres.url(own_postgres.create_database())
-    backend = _open(url)
-    try:
-        chain = Chain()
-        append(backend.sessions, chain.sess, chain.start())
+    with _started(url) as (backend, chain):
         plan = chain.advance()
         own_postgres.stop("immediate")
         for call in (
@@ -69,18 +79,11 @@ def test_a_stopped_database_is_retryable_per_call_and_then_serves_again(
         _until(lambda: append(backend.sessions, chain.sess, plan))
         assert len(events_of(backend.sessions, chain.sess)) == 6
         assert _count_afresh(url, chain.sess) == 6
-    finally:
-        backend.close()
 
 
-def test_a_connection_lost_inside_a_write_leaves_nothing_behind(
-    own_postgres: PostgresCluster,
-) -> None:
-    url = own_postgres.url(own_postgres.create_database())
-    backend = _open(url)
-    try:
-        chain = Chain()
-        append(backend.sessions, chain.sess, chain.start())
+def test_a_connection_lost_inside_a_write_leaves_nothing_behind(postgres_url: str) -> None:
+    url = postgres_url
+    with _started(url) as (backend, chain):
         first, second = chain.advance(), chain.advance()
 
         def append_then_lose_the_connection(txn: Any) -> Any:
@@ -97,17 +100,13 @@ def test_a_connection_lost_inside_a_write_leaves_nothing_behind(
         assert len(events_of(backend.sessions, chain.sess)) == 3
         _until(lambda: append(backend.sessions, chain.sess, first))
         assert len(events_of(backend.sessions, chain.sess)) == 6
-    finally:
-        backend.close()
 
 
-def test_a_writer_whose_client_stops_answering_frees_the_session(
-    own_postgres: PostgresCluster,
-) -> None:
+def test_a_writer_whose_client_stops_answering_frees_the_session(postgres_url: str) -> None:
     """A frozen process in the middle of a write holds the session's lock only until the
     server ends its idle transaction; its own write then fails, retryable, and leaves
     nothing behind, while another replica's write goes through."""
-    url = own_postgres.url(own_postgres.create_database())
+    url = postgres_url
     frozen = open_postgres_backend(url, pool_wait=1.0, write_idle=1.0).unwrap()
     other = _open(url)
     try:
@@ -151,10 +150,7 @@ def test_watch_reconnects_after_a_restart_and_misses_nothing(
     own_postgres: PostgresCluster,
 ) -> None:
     url = own_postgres.url(own_postgres.create_database())
-    backend = _open(url)
-    try:
-        chain = Chain()
-        append(backend.sessions, chain.sess, chain.start())
+    with _started(url) as (backend, chain):
         feed = backend.watch.subscribe([chain.sess]).unwrap()
         plan = chain.advance()
         own_postgres.restart("immediate")
@@ -169,5 +165,3 @@ def test_watch_reconnects_after_a_restart_and_misses_nothing(
                 assert got.failure().code == "STORE_UNAVAILABLE"
         assert chain.sess in seen
         feed.close()
-    finally:
-        backend.close()

@@ -11,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,11 +29,6 @@ from tests.services.postgres import PostgresCluster
 pytestmark = pytest.mark.anyio
 
 RETRY_FOR_SECONDS = 60.0
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 @dataclass
@@ -90,6 +85,14 @@ def replicas(store_url: str, tmp_path: Path, count: int = 3) -> Iterator[list[Re
             handle.close()
 
 
+@pytest.fixture
+async def clients(postgres_url: str, tmp_path: Path) -> AsyncIterator[list[Client]]:
+    """An MCP client on each of three replicas over one database."""
+    with replicas(postgres_url, tmp_path) as servers:
+        async with AsyncExitStack() as stack:
+            yield [await stack.enter_async_context(Client(s.url)) for s in servers]
+
+
 async def call(client: Client, tool: str, args: dict[str, Any], seen: list[str]) -> dict[str, Any]:
     """The tool's answer, retrying retryable errors (each one's code goes into `seen`)."""
     deadline = time.monotonic() + RETRY_FOR_SECONDS
@@ -129,66 +132,56 @@ def _health(url: str, session_id: str) -> str:
 
 
 async def test_one_ack_through_three_replicas_at_once_is_one_advance(
-    postgres_url: str, tmp_path: Path
+    postgres_url: str, clients: list[Client]
 ) -> None:
-    with replicas(postgres_url, tmp_path) as servers:
-        async with AsyncExitStack() as stack:
-            clients = [await stack.enter_async_context(Client(s.url)) for s in servers]
-            seen: list[str] = []
-            start = await call(clients[0], "start_workflow", {"workflowId": "probe-flow"}, seen)
-            args = advance_args(start, "the plan")
-            answers = await asyncio.gather(
-                *(call(c, "continue_workflow", args, seen) for c in clients)
-            )
-            assert answers[0] == answers[1] == answers[2]
-            assert set(seen) <= {"TOKEN_SESSION_LOCKED"}
-            assert len(_advances(postgres_url)) == 1
-            # and the session goes on through any of them
-            nxt = await call(
-                clients[2], "continue_workflow", advance_args(answers[0], "built"), seen
-            )
-            assert nxt["pending"]["stepId"] == "verify"
-            assert len(_advances(postgres_url)) == 2
+    seen: list[str] = []
+    start = await call(clients[0], "start_workflow", {"workflowId": "probe-flow"}, seen)
+    args = advance_args(start, "the plan")
+    answers = await asyncio.gather(*(call(c, "continue_workflow", args, seen) for c in clients))
+    assert answers[0] == answers[1] == answers[2]
+    assert set(seen) <= {"TOKEN_SESSION_LOCKED"}
+    assert len(_advances(postgres_url)) == 1
+    # and the session goes on through any of them
+    nxt = await call(clients[2], "continue_workflow", advance_args(answers[0], "built"), seen)
+    assert nxt["pending"]["stepId"] == "verify"
+    assert len(_advances(postgres_url)) == 2
 
 
 async def test_fresh_acks_through_different_replicas_fork_cleanly(
-    postgres_url: str, tmp_path: Path
+    postgres_url: str, clients: list[Client]
 ) -> None:
-    with replicas(postgres_url, tmp_path) as servers:
-        async with AsyncExitStack() as stack:
-            clients = [await stack.enter_async_context(Client(s.url)) for s in servers]
-            seen: list[str] = []
-            start = await call(clients[0], "start_workflow", {"workflowId": "probe-flow"}, seen)
-            rehydrate = {"intent": "rehydrate", "stateToken": start["stateToken"]}
-            fresh = [await call(c, "continue_workflow", rehydrate, seen) for c in clients]
-            acks = {f["ackToken"] for f in fresh} | {start["ackToken"]}
-            assert len(acks) == 4
-            branches = await asyncio.gather(
-                *(
-                    call(
-                        c,
-                        "continue_workflow",
-                        {
-                            "intent": "advance",
-                            "stateToken": start["stateToken"],
-                            "ackToken": f["ackToken"],
-                            "output": {"notesMarkdown": f"plan {n}"},
-                        },
-                        seen,
-                    )
-                    for n, (c, f) in enumerate(zip(clients, fresh, strict=True))
-                )
+    seen: list[str] = []
+    start = await call(clients[0], "start_workflow", {"workflowId": "probe-flow"}, seen)
+    rehydrate = {"intent": "rehydrate", "stateToken": start["stateToken"]}
+    fresh = [await call(c, "continue_workflow", rehydrate, seen) for c in clients]
+    acks = {f["ackToken"] for f in fresh} | {start["ackToken"]}
+    assert len(acks) == 4
+    branches = await asyncio.gather(
+        *(
+            call(
+                c,
+                "continue_workflow",
+                {
+                    "intent": "advance",
+                    "stateToken": start["stateToken"],
+                    "ackToken": f["ackToken"],
+                    "output": {"notesMarkdown": f"plan {n}"},
+                },
+                seen,
             )
-            assert len({b["stateToken"] for b in branches}) == 3
-            assert set(seen) <= {"TOKEN_SESSION_LOCKED"}
-            (sid,) = {s for s, _ in _advances(postgres_url)}
-            assert len(_advances(postgres_url)) == 3
-            assert _health(postgres_url, sid) == "healthy"
-            for n, branch in enumerate(branches):  # every branch stays usable, anywhere
-                done = await call(
-                    clients[(n + 1) % 3], "continue_workflow", advance_args(branch, "built"), seen
-                )
-                assert done["pending"]["stepId"] == "verify"
+            for n, (c, f) in enumerate(zip(clients, fresh, strict=True))
+        )
+    )
+    assert len({b["stateToken"] for b in branches}) == 3
+    assert set(seen) <= {"TOKEN_SESSION_LOCKED"}
+    (sid,) = {s for s, _ in _advances(postgres_url)}
+    assert len(_advances(postgres_url)) == 3
+    assert _health(postgres_url, sid) == "healthy"
+    for n, branch in enumerate(branches):  # every branch stays usable, anywhere
+        done = await call(
+            clients[(n + 1) % 3], "continue_workflow", advance_args(branch, "built"), seen
+        )
+        assert done["pending"]["stepId"] == "verify"
 
 
 async def test_a_replica_killed_mid_advance_loses_nothing_acknowledged(

@@ -4,9 +4,8 @@ in-process cache following appends made by another replica."""
 
 from __future__ import annotations
 
+import functools
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -16,9 +15,8 @@ from returns.result import Failure, Success
 
 from tests.store.contract import SessionStoreContract, append, events_of
 from tests.store.plans import Chain
-from tests.store.postgres.conftest import OpenBackend
+from tests.store.postgres.conftest import OpenBackend, flip_a_byte_of_the_latest_event
 from workrail.store.postgres import PostgresBackend
-from workrail.store.postgres.locks import session_lock_key
 
 
 class TestPostgresSessionStore(SessionStoreContract):
@@ -40,17 +38,7 @@ class TestPostgresSessionStore(SessionStoreContract):
 
     @pytest.fixture
     def damage(self, module_db_url: str) -> Any:
-        def flip_a_byte_of_the_latest_event(session_id: str) -> None:
-            with psycopg.connect(module_db_url, autocommit=True) as conn:
-                conn.execute(
-                    "UPDATE workrail_events SET body = set_byte(body, length(body) / 2, "
-                    "get_byte(body, length(body) / 2) # 1) WHERE session_id = %s AND "
-                    "event_index = (SELECT max(event_index) FROM workrail_events "
-                    "WHERE session_id = %s)",
-                    (session_id, session_id),
-                )
-
-        return flip_a_byte_of_the_latest_event
+        return functools.partial(flip_a_byte_of_the_latest_event, module_db_url)
 
     @pytest.fixture
     def orphan(self, module_db_url: str) -> Any:
@@ -68,17 +56,6 @@ class TestPostgresSessionStore(SessionStoreContract):
             writer.close()
 
         return a_writer_killed_before_commit
-
-    @pytest.fixture
-    def hold_writer(self, module_db_url: str) -> Any:
-        @contextmanager
-        def on_another_connection(session_id: str) -> Iterator[None]:
-            with psycopg.connect(module_db_url) as other:
-                other.execute("SELECT pg_advisory_xact_lock(%s)", (session_lock_key(session_id),))
-                yield
-                other.rollback()
-
-        return on_another_connection
 
 
 def test_a_replica_sees_what_another_appended(open_backend: OpenBackend) -> None:

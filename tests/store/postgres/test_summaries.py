@@ -4,8 +4,6 @@ PostgreSQL, plus the property test: what an append's transaction keeps equals a 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import psycopg
@@ -15,7 +13,6 @@ from tests.services.postgres import PostgresCluster
 from tests.store.contract import BackendContract, ProjectionPropertyContract, engine_over
 from tests.store.postgres.conftest import OpenBackend
 from workrail.store.postgres import PostgresBackend, open_postgres_backend
-from workrail.store.postgres.locks import session_lock_key
 
 
 def indexed_rows(backend: PostgresBackend) -> dict[str, dict[str, Any]]:
@@ -38,6 +35,18 @@ def indexed_rows(backend: PostgresBackend) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _one_session(url: str, goal: str) -> tuple[str, dict[str, dict[str, Any]]]:
+    """Start one probe-flow session with `goal` on `url`: its id and the summary rows."""
+    backend = open_postgres_backend(url).unwrap()
+    try:
+        engine = engine_over(backend)
+        r = engine.start_workflow("probe-flow", {"goal": goal}).unwrap()
+        sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
+        return sid, indexed_rows(backend)
+    finally:
+        backend.close()
+
+
 class TestPostgresBackend(BackendContract, ProjectionPropertyContract):
     @pytest.fixture
     def backend(self, pg_backend: PostgresBackend) -> Any:
@@ -54,17 +63,6 @@ class TestPostgresBackend(BackendContract, ProjectionPropertyContract):
             return open_postgres_backend(url, pool_size=4).unwrap()
 
         return one
-
-    @pytest.fixture
-    def hold_writer(self, module_db_url: str) -> Any:
-        @contextmanager
-        def on_another_connection(session_id: str) -> Iterator[None]:
-            with psycopg.connect(module_db_url) as other:
-                other.execute("SELECT pg_advisory_xact_lock(%s)", (session_lock_key(session_id),))
-                yield
-                other.rollback()
-
-        return on_another_connection
 
     @pytest.fixture
     def indexed(self) -> Any:
@@ -86,14 +84,7 @@ def test_a_database_from_before_summaries_gets_them_on_open(
     postgres_cluster: PostgresCluster,
 ) -> None:
     url = postgres_cluster.url(postgres_cluster.create_database())
-    backend = open_postgres_backend(url).unwrap()
-    try:
-        engine = engine_over(backend)
-        r = engine.start_workflow("probe-flow", {"goal": "remember me"}).unwrap()
-        sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
-        kept = indexed_rows(backend)
-    finally:
-        backend.close()
+    sid, kept = _one_session(url, "remember me")
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("DELETE FROM workrail_summaries")
     again = open_postgres_backend(url).unwrap()
@@ -115,14 +106,7 @@ def test_a_database_whose_corpus_is_in_columns_is_upgraded_and_found_by_text(
 
     terms = next(m.version for m in MIGRATIONS if "workrail_summary_terms (" in m.sql)
     url = postgres_cluster.url(postgres_cluster.create_database())
-    backend = open_postgres_backend(url).unwrap()
-    try:
-        engine = engine_over(backend)
-        r = engine.start_workflow("probe-flow", {"goal": "Tune the tokenizer"}).unwrap()
-        sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
-        kept = indexed_rows(backend)
-    finally:
-        backend.close()
+    sid, kept = _one_session(url, "Tune the tokenizer")
     with psycopg.connect(url, autocommit=True) as conn:  # back to the older schema
         conn.execute("DROP TABLE workrail_summary_terms")
         conn.execute(

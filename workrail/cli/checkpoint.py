@@ -10,7 +10,7 @@ from typing import Any
 from returns.result import Failure
 from rich.markup import escape
 
-from workrail.cli.context import Cli
+from workrail.cli.context import Cli, add_command
 
 
 def run_checkpoint_export(cli: Cli) -> int:
@@ -90,24 +90,23 @@ def run_checkpoint_resume(cli: Cli) -> int:
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
-    checkpoint = subparsers.add_parser(
+    checkpoint = add_command(
+        subparsers,
+        common,
         "checkpoint",
-        parents=[common],
-        help="export or resume portable checkpoint records",
-        description="A portable checkpoint record holds only the plan fingerprint and progress "
+        "export or resume portable checkpoint records",
+        "A portable checkpoint record holds only the plan fingerprint and progress "
         "(no notes, no tokens, no context values); resuming fails closed unless the workflow "
         "and the context both match.",
     )
     nested = checkpoint.add_subparsers(dest="checkpoint_command", metavar="COMMAND", required=True)
-    export = nested.add_parser(
-        "export", parents=[common], help="write the record of a checkpoint or node"
-    )
+    export = add_command(nested, common, "export", "write the record of a checkpoint or node")
     export.add_argument(
         "token_or_node", metavar="CHECKPOINT_TOKEN_OR_NODE", help="a checkpointToken or node id"
     )
     export.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
     export.set_defaults(handler=run_checkpoint_export)
-    resume = nested.add_parser("resume", parents=[common], help="start a new session from a record")
+    resume = add_command(nested, common, "resume", "start a new session from a record")
     resume.add_argument("file", metavar="FILE", help="a record from `checkpoint export`")
     resume.add_argument(
         "--context",

@@ -18,7 +18,7 @@ from returns.result import Failure
 
 from workrail import __version__
 from workrail.app import build_console
-from workrail.cli.context import Cli, port_number
+from workrail.cli.context import Cli, add_command, port_number
 from workrail.cli.listen import bind_listener, bind_problem
 from workrail.console.security import (
     LOOPBACK_NAMES,
@@ -118,11 +118,12 @@ def run_console(cli: Cli) -> int:
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
-    console = subparsers.add_parser(
+    console = add_command(
+        subparsers,
+        common,
         "console",
-        parents=[common],
-        help="open the web console: watch, inspect and tidy sessions in a browser",
-        description="Serve the web console on loopback, reading the store directly. Prints "
+        "open the web console: watch, inspect and tidy sessions in a browser",
+        "Serve the web console on loopback, reading the store directly. Prints "
         "its URL, which carries this start's secret (needed for write actions).",
     )
     console.add_argument(

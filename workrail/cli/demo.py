@@ -29,7 +29,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from workrail.app import build_engine, open_backend
-from workrail.cli.context import Cli
+from workrail.cli.context import Cli, add_command
 from workrail.config import DATA_DIR_ENV, STORE_URL_ENV, load_config
 from workrail.engine.api import Backend, Engine
 
@@ -532,11 +532,12 @@ def run_demo(cli: Cli) -> int:
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
-    demo = subparsers.add_parser(
+    demo = add_command(
+        subparsers,
+        common,
         "demo",
-        parents=[common],
-        help="drive a bundled workflow end to end through the real MCP server",
-        description="Start `workrail mcp` on a new temporary data directory (or --data-dir) "
+        "drive a bundled workflow end to end through the real MCP server",
+        "Start `workrail mcp` on a new temporary data directory (or --data-dir) "
         "and play a scripted agent through a bundled workflow, then print the commands that "
         "show the session it made. Exits 0 only if every step behaved as expected.",
     )

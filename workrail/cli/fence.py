@@ -13,26 +13,20 @@ from typing import Any
 from returns.result import Failure
 
 from workrail.app import open_fence
-from workrail.cli.context import Cli
+from workrail.cli.context import Cli, add_command
 from workrail.core.errors import envelope
 from workrail.fence.backend import BackendUnavailable
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     """Add `fence` (with pause, resume, status) to a `workrail` subparsers object."""
-    fence: argparse.ArgumentParser = subparsers.add_parser(
-        "fence",
-        parents=[common],
-        help="Operate the effect checkpoint tool (pause, resume, status).",
+    fence: argparse.ArgumentParser = add_command(
+        subparsers, common, "fence", "Operate the effect checkpoint tool (pause, resume, status)."
     )
     commands = fence.add_subparsers(dest="fence_command", metavar="FENCE_COMMAND", required=True)
-    commands.add_parser(
-        "pause", parents=[common], help="Refuse every checkpoint request with TOOL_PAUSED."
-    )
-    commands.add_parser("resume", parents=[common], help="Serve checkpoint requests again.")
-    commands.add_parser(
-        "status", parents=[common], help="Show the backend, pause switch and request budgets."
-    )
+    add_command(commands, common, "pause", "Refuse every checkpoint request with TOOL_PAUSED.")
+    add_command(commands, common, "resume", "Serve checkpoint requests again.")
+    add_command(commands, common, "status", "Show the backend, pause switch and request budgets.")
     fence.set_defaults(handler=run_fence_command)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from returns.result import Failure
 from rich.markup import escape
 
-from workrail.cli.context import Cli
+from workrail.cli.context import Cli, add_command
 from workrail.core.errors import CATALOG, envelope
 
 
@@ -40,9 +40,7 @@ def run_rotate(cli: Cli) -> int:
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
-    keys = subparsers.add_parser("keys", parents=[common], help="manage the token signing keyring")
+    keys = add_command(subparsers, common, "keys", "manage the token signing keyring")
     nested = keys.add_subparsers(dest="keys_command", metavar="COMMAND", required=True)
-    rotate = nested.add_parser(
-        "rotate", parents=[common], help="make a fresh current key; keep one previous"
-    )
+    rotate = add_command(nested, common, "rotate", "make a fresh current key; keep one previous")
     rotate.set_defaults(handler=run_rotate)

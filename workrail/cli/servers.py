@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from returns.result import Failure
 
 from workrail import __version__
-from workrail.cli.context import INTERRUPTED, Cli, exit_now, port_number
+from workrail.cli.context import INTERRUPTED, Cli, add_command, exit_now, port_number
 from workrail.cli.listen import bind_listener, bind_problem
 
 if TYPE_CHECKING:
@@ -263,11 +263,12 @@ def _server_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
-    mcp = subparsers.add_parser(
+    mcp = add_command(
+        subparsers,
+        common,
         "mcp",
-        parents=[common],
-        help="serve the MCP tools (stdio, or Streamable HTTP with --http)",
-        description="Serve WorkRail's MCP tools. Logs go to stderr or --log-file, never stdout.",
+        "serve the MCP tools (stdio, or Streamable HTTP with --http)",
+        "Serve WorkRail's MCP tools. Logs go to stderr or --log-file, never stdout.",
     )
     mcp.add_argument("--http", action="store_true", help="serve Streamable HTTP at /mcp")
     mcp.add_argument(
@@ -280,11 +281,12 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     _server_flags(mcp)
     mcp.set_defaults(handler=run_mcp)
 
-    serve = subparsers.add_parser(
+    serve = add_command(
+        subparsers,
+        common,
         "serve",
-        parents=[common],
-        help="serve MCP (Streamable HTTP) and the effect checkpoint HTTP API on one port",
-        description="One HTTP server: the MCP endpoint at /mcp and GET/POST "
+        "serve MCP (Streamable HTTP) and the effect checkpoint HTTP API on one port",
+        "One HTTP server: the MCP endpoint at /mcp and GET/POST "
         "/v1/tools/workflow-checkpoint. Binds to loopback unless --host says otherwise.",
     )
     _server_flags(serve)

@@ -10,6 +10,7 @@ from typing import Any, TextIO
 
 from returns.result import Failure
 
+from workrail.cli.context import add_command
 from workrail.core.text import screen_safe
 from workrail.core.wording import counted
 from workrail.workflow.catalog import (
@@ -36,11 +37,8 @@ from workrail.workflow.sources import (
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     """Register `validate` and `workflows` on the main parser's subparsers."""
-    validate = subparsers.add_parser(
-        "validate",
-        parents=[common],
-        help="validate workflow files",
-        description="Validate workflow JSON files.",
+    validate = add_command(
+        subparsers, common, "validate", "validate workflow files", "Validate workflow JSON files."
     )
     validate.add_argument(
         "paths",
@@ -51,17 +49,14 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     )
     validate.set_defaults(handler=lambda cli: run_validate(cli.args, cli.out, cli.as_json))
 
-    workflows = subparsers.add_parser(
-        "workflows",
-        parents=[common],
-        help="list or show available workflows",
-        description="List workflows.",
+    workflows = add_command(
+        subparsers, common, "workflows", "list or show available workflows", "List workflows."
     )
     workflows.set_defaults(
         handler=lambda cli: run_list(cli.args, cli.out, cli.config.discovery, cli.as_json)
     )
     nested = workflows.add_subparsers(dest="workflows_command", metavar="COMMAND")
-    show = nested.add_parser("show", parents=[common], help="show one workflow")
+    show = add_command(nested, common, "show", "show one workflow")
     show.add_argument("workflow_id", metavar="ID")
     show.add_argument("--compiled", action="store_true", help="print the pinned envelope")
     show.set_defaults(

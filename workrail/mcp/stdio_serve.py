@@ -31,13 +31,14 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import errno
 import json
 import logging
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
@@ -63,6 +64,9 @@ log = logging.getLogger("workrail.mcp")
 
 CATALOGUE_WAIT_S: Final = 10.0
 """At the end of serving, how long a catalogue still being made may take to be written."""
+CALL_FIRST_WAIT_S: Final = 10.0
+"""How long the loading thread waits, at most, for the early calls in flight before it
+goes on to the SDK (both need the one interpreter lock)."""
 LOADING_SWITCH_INTERVAL_S: Final = 0.0005
 """The interpreter's thread switch interval while the server loads (the default is 5 ms):
 the loading thread and the early answers share one interpreter lock."""
@@ -237,13 +241,14 @@ async def _answer_one(
         return cached[1]
     if plain_request(frame, "tools/call") is None:
         return None  # decided without waiting for the engine
-    calls = await loading.calls()  # loaded on the loading thread, so is early_call's import
-    from workrail.mcp.early_call import answer_call, tool_call
+    with loading.early_call():
+        calls = await loading.calls()  # loaded on the loading thread, so is early_call
+        from workrail.mcp.early_call import answer_call, tool_call
 
-    call = tool_call(frame, calls)
-    if call is None:
-        return None
-    return await asyncio.to_thread(answer_call, *call)
+        call = tool_call(frame, calls)
+        if call is None:
+            return None
+        return await asyncio.to_thread(answer_call, *call)
 
 
 def _is_notification(frame: bytes) -> bool:
@@ -270,6 +275,8 @@ class _Loading:
         self._open_fence = open_fence
         self._thread: threading.Thread | None = None
         self._wrapped: asyncio.Future[tuple[MCPServer, Engine]] | None = None
+        self._early = threading.Condition()
+        self._early_calls = 0
 
     def start(self) -> None:
         if self._thread is None:
@@ -299,6 +306,24 @@ class _Loading:
             await self.future()
             raise
 
+    @contextlib.contextmanager
+    def early_call(self) -> Iterator[None]:
+        """Around a call answered before the SDK: the loading thread, once the call can
+        run, waits for it to be answered before it imports the SDK, so the call the client
+        waits for has the interpreter to itself."""
+        with self._early:
+            self._early_calls += 1
+        try:
+            yield
+        finally:
+            with self._early:
+                self._early_calls -= 1
+                self._early.notify_all()
+
+    def _after_early_calls(self) -> None:
+        with self._early:
+            self._early.wait_for(lambda: self._early_calls == 0, CALL_FIRST_WAIT_S)
+
     async def server(self) -> tuple[MCPServer, Engine]:
         self.start()
         return await self.future()
@@ -324,6 +349,7 @@ class _Loading:
         except Exception:
             log.warning("tool calls wait for the SDK's server", exc_info=True)
             self._calls.set_result({})
+        self._after_early_calls()
         try:
             fence = self._open_fence()
             from workrail.mcp.stdio_build import build_stdio_server

@@ -178,7 +178,9 @@ async def _serve(
     from workrail.mcp.stdio import stdio_streams
 
     lowlevel = server._lowlevel_server  # the SDK's own run_stdio_async does the same
-    async with stdio_streams(wire, answered=answered) as (read_stream, write_stream):
+    # Once `initialize` was answered here, plain tool calls stay WorkRail's to answer.
+    calls = None if answered is None else await loading.calls()
+    async with stdio_streams(wire, answered=answered, calls=calls) as (read_stream, write_stream):
         await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
     return remaking
 

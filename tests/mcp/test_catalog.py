@@ -22,6 +22,7 @@ from workrail.config import WorkrailConfig, load_config
 from workrail.engine.api import Engine
 from workrail.fence import FenceService, open_fence_service
 from workrail.mcp.catalog_cache import (
+    CATALOG_CALLS,
     CATALOG_METHODS,
     Catalogue,
     catalog_path,
@@ -30,7 +31,11 @@ from workrail.mcp.catalog_cache import (
     situation_key,
 )
 from workrail.mcp.catalog_gen import result_of, sdk_answer_lines, sdk_answers
-from workrail.mcp.handshake import HANDSHAKE_PROTOCOL_VERSIONS, answer_listing
+from workrail.mcp.handshake import (
+    HANDSHAKE_PROTOCOL_VERSIONS,
+    answer_cached_call,
+    answer_listing,
+)
 from workrail.mcp.stdio_build import build_stdio_server
 
 IDS: list[Any] = [1, 0, -7, 2**53 - 1, "list-1", "a"]
@@ -78,7 +83,50 @@ def test_the_catalogue_answers_as_the_sdk_does_for_every_revision(
                 )
 
 
+def _call(request_id: Any, name: str = "list_workflows", **params: Any) -> bytes:
+    request = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call"}
+    return json.dumps({**request, "params": {"name": name, **params}}).encode()
+
+
+@pytest.mark.parametrize("content", [True, False], ids=["workflows", "bare"])
+@pytest.mark.parametrize("revision", HANDSHAKE_PROTOCOL_VERSIONS)
+def test_a_kept_call_answers_as_the_sdk_does_for_every_revision(
+    servers: dict[tuple[bool, bool], MCPServer], revision: str, content: bool
+) -> None:
+    server = servers[(content, False)]
+    kept = {
+        name: result_of(sdk_answer(server, revision, _call(1, name, arguments={})))
+        for name in CATALOG_CALLS
+    }
+    for name in CATALOG_CALLS:
+        for request_id in IDS:
+            for frame in (_call(request_id, name), _call(request_id, name, arguments={})):
+                assert answer_cached_call(frame, kept) == (
+                    request_id,
+                    sdk_answer(server, revision, frame),
+                ), f"the catalogue's {name} answer differs from the SDK's"
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        _call(1, arguments={"x": 1}),
+        _call(1, arguments=[]),
+        _call(1, _meta={}),
+        _call(1, "inspect_workflow"),
+        _call(None),
+        _call(1.5),
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/call"}',
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":7}}',
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"name":"list_workflows"}}',
+    ],
+)
+def test_a_call_not_plain_or_not_kept_is_left_to_the_engine(frame: bytes) -> None:
+    assert answer_cached_call(frame, {"list_workflows": b'{"content":[]}'}) is None
+
+
 RESULTS = {"tools/list": b'{"tools":[]}', "prompts/list": b'{"prompts":[]}'}
+CALLS = {"list_workflows": b'{"content":[],"isError":false}'}
 NOT_PLAIN = {
     "a cursor": {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"cursor": "x"}},
     "_meta": {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {}}},
@@ -182,6 +230,18 @@ def test_a_workflow_file_changes_the_key(situation: tuple[WorkrailConfig, Path, 
     assert _changes_key(config, package, lambda: (workflows / "b.json").unlink())
 
 
+def test_a_routine_edited_in_place_changes_the_key(
+    situation: tuple[WorkrailConfig, Path, Path],
+) -> None:
+    """A routine is part of every workflow that includes it, and editing it changes no
+    directory's modification time."""
+    config, workflows, package = situation
+    routine = workflows / "routines" / "r.json"
+    assert _changes_key(config, package, lambda: routine.parent.mkdir())
+    assert _changes_key(config, package, lambda: routine.write_text("{}"))
+    assert _changes_key(config, package, lambda: routine.write_text('{"id":"r"}'))
+
+
 def test_the_fence_key_changes_the_key(situation: tuple[WorkrailConfig, Path, Path]) -> None:
     config, _, package = situation
 
@@ -205,7 +265,7 @@ def test_a_catalogue_is_read_back_only_under_its_key(
     situation: tuple[WorkrailConfig, Path, Path],
 ) -> None:
     config, _, _ = situation
-    catalogue = Catalogue("k1", True, {"2025-06-18": dict(RESULTS)})
+    catalogue = Catalogue("k1", True, {"2025-06-18": dict(RESULTS)}, {"2025-06-18": dict(CALLS)})
     save_catalogue(config, catalogue)
     assert load_catalogue(config, "k1") == catalogue
     assert load_catalogue(config, "k2") is None
@@ -218,10 +278,14 @@ def test_a_catalogue_is_read_back_only_under_its_key(
         b"",
         b"not json",
         b"[]",
-        b'{"format":1,"key":"k1","runnable":true,"results":{"r":{"tools/call":"{}"}}}',
-        b'{"format":1,"key":"k1","runnable":true,"results":{"r":{"tools/list":1}}}',
-        b'{"format":1,"key":"k1","runnable":"yes","results":{}}',
-        b'{"format":99,"key":"k1","runnable":true,"results":{}}',
+        b'{"format":2,"key":"k1","runnable":true,"results":{"r":{"tools/call":"{}"}},"calls":{}}',
+        b'{"format":2,"key":"k1","runnable":true,"results":{"r":{"tools/list":1}},"calls":{}}',
+        b'{"format":2,"key":"k1","runnable":"yes","results":{},"calls":{}}',
+        b'{"format":2,"key":"k1","runnable":true,"results":{}}',
+        b'{"format":2,"key":"k1","runnable":true,"results":{},"calls":{"r":{"start_workflow":"{}"}}}',
+        b'{"format":2,"key":"k1","runnable":true,"results":{},"calls":{"r":{"list_workflows":{}}}}',
+        b'{"format":1,"key":"k1","runnable":true,"results":{}}',
+        b'{"format":99,"key":"k1","runnable":true,"results":{},"calls":{}}',
     ],
 )
 def test_a_damaged_catalogue_is_not_used(
@@ -246,16 +310,17 @@ _FOLLOWING = [
 ]
 
 
-def _talk(data_dir: Path, *extra: str) -> dict[int, bytes]:
+def _talk(data_dir: Path, *extra: str, following: list[bytes] = _FOLLOWING) -> dict[int, bytes]:
     """The answers, by id, to initialize and the requests that follow it."""
     with stdio_server(data_dir, *extra) as proc:
         assert proc.stdin is not None
         assert proc.stdout is not None
         assert proc.stderr is not None
         try:
-            proc.stdin.write(b"".join(f + b"\n" for f in [_INITIALIZE, *_FOLLOWING]))
+            proc.stdin.write(b"".join(f + b"\n" for f in [_INITIALIZE, *following]))
             proc.stdin.flush()
-            lines = [proc.stdout.readline().rstrip(b"\n") for _ in range(5)]
+            asked = sum(b'"id"' in frame for frame in following)
+            lines = [proc.stdout.readline().rstrip(b"\n") for _ in range(asked + 1)]
             proc.stdin.close()
             assert proc.stdout.read() == b"", "an answer too many"
             errors = proc.stderr.read()
@@ -283,6 +348,7 @@ def test_a_server_writes_its_catalogue_and_the_next_answers_from_it_as_the_sdk_d
     first = _talk(data_dir)
     written = _wait_for_catalogue(data_dir)
     assert set(written["results"]) == set(HANDSHAKE_PROTOCOL_VERSIONS)
+    assert set(written["calls"]) == set(HANDSHAKE_PROTOCOL_VERSIONS)
     assert written["runnable"] is True
     second = _talk(data_dir)
     reference = _talk(data_dir, "--stdio", "sdk")
@@ -297,9 +363,14 @@ def test_the_next_start_up_answers_from_the_catalogue(data_dir: Path) -> None:
     written = _wait_for_catalogue(data_dir)
     planted = '{"tools":[{"name":"planted","inputSchema":{"type":"object"}}]}'
     written["results"]["2025-06-18"]["tools/list"] = planted
+    written["calls"]["2025-06-18"]["list_workflows"] = '{"content":[],"isError":true}'
     (data_dir / "cache" / "mcp-catalog.json").write_text(json.dumps(written))
     answers = _talk(data_dir)
     assert json.loads(answers[2])["result"]["tools"][0]["name"] == "planted"
+    # Held behind resources/list (the SDK's to answer), the call waits for the SDK too.
+    assert json.loads(answers[5])["result"]["isError"] is False
+    called_first = _talk(data_dir, following=[_FOLLOWING[0], _FOLLOWING[4], _FOLLOWING[1]])
+    assert json.loads(called_first[5])["result"] == {"content": [], "isError": True}
 
 
 def test_a_catalogue_made_under_another_key_is_not_used_and_is_made_again(
@@ -367,7 +438,7 @@ def test_a_catalogue_that_is_a_symlink_or_not_private_is_not_used(
     situation: tuple[WorkrailConfig, Path, Path], tmp_path: Path
 ) -> None:
     config, _, _ = situation
-    catalogue = Catalogue("k1", True, {"2025-06-18": dict(RESULTS)})
+    catalogue = Catalogue("k1", True, {"2025-06-18": dict(RESULTS)}, {"2025-06-18": dict(CALLS)})
     save_catalogue(config, catalogue)
     path = catalog_path(config)
     path.chmod(0o666)

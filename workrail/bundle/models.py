@@ -27,7 +27,7 @@ _EXPORTED_AT_RE: Final = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+
 
 
 class _Envelope(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="ignore", frozen=True)
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object as it is written into the bundle."""

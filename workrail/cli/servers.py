@@ -175,10 +175,9 @@ def _run_stdio(cli: Cli) -> int:
     configure_logging(cli.config.log)
     opened: list[FenceService | None] = []
 
-    def open_all() -> tuple[Engine, FenceService | None]:
-        engine = cli.engine()
+    def open_fence() -> FenceService | None:
         opened.append(_open_fence(cli))
-        return engine, opened[0]
+        return opened[0]
 
     def ready() -> None:
         _announce(
@@ -189,7 +188,7 @@ def _run_stdio(cli: Cli) -> int:
 
     try:
         with _ctrl_c_stops_at_once(cli, "mcp"):
-            code = serve_stdio_early(open_all, cli.config, on_ready=ready)
+            code = serve_stdio_early(cli.engine, open_fence, cli.config, on_ready=ready)
     finally:
         for fence in opened:
             if fence is not None:

@@ -20,6 +20,7 @@ from pydantic import (
 
 from workrail.core.budgets import NOTES_MAX_BYTES, TRACE_MAX_ENTRIES
 from workrail.core.wire import (
+    DEFERRED,
     DedupeKey,
     Digest,
     Lenient,
@@ -486,7 +487,7 @@ DomainEvent = Annotated[
     Field(discriminator="kind"),
 ]
 
-EVENT_ADAPTER: Final[TypeAdapter[DomainEvent]] = TypeAdapter(DomainEvent)
+EVENT_ADAPTER: Final[TypeAdapter[DomainEvent]] = TypeAdapter(DomainEvent, config=DEFERRED)
 
 
 def parse_event(raw: object) -> DomainEvent:

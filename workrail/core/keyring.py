@@ -25,7 +25,7 @@ class KeyringCorrupt(ValueError):
 
 
 class KeyRecord(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, strict=True)
 
     alg: Literal["hmac_sha256"]
     keyBase64Url: str
@@ -39,7 +39,7 @@ class KeyRecord(BaseModel):
 
 
 class KeyringFile(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, strict=True)
 
     v: Literal[1]
     current: KeyRecord

@@ -6,7 +6,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import Field, TypeAdapter, field_validator
 
-from workrail.core.wire import Digest, Lenient, NonEmptyStr, SchemaV1
+from workrail.core.wire import DEFERRED, Digest, Lenient, NonEmptyStr, SchemaV1
 
 
 class ManifestBase(Lenient):
@@ -39,7 +39,7 @@ class SnapshotPinned(ManifestBase):
 
 
 ManifestRecord = Annotated[SegmentClosed | SnapshotPinned, Field(discriminator="kind")]
-MANIFEST_ADAPTER: Final[TypeAdapter[ManifestRecord]] = TypeAdapter(ManifestRecord)
+MANIFEST_ADAPTER: Final[TypeAdapter[ManifestRecord]] = TypeAdapter(ManifestRecord, config=DEFERRED)
 
 
 def segment_rel_path(first: int, last: int) -> str:

@@ -14,13 +14,23 @@ from pydantic.alias_generators import to_camel
 
 T = TypeVar("T")
 
+DEFERRED: Final = ConfigDict(defer_build=True)
+"""Every model and adapter here builds its validator on first use, not at import: a
+server's first answers need few of them (tests/core/test_wire.py holds every model to
+it)."""
+
 
 class CamelWire(BaseModel):
     """A frozen, strict record the engine itself writes (snapshots, blockers, traces,
     envelopes): camelCase names on the wire, unknown keys refused."""
 
     model_config = ConfigDict(
-        extra="forbid", frozen=True, strict=True, alias_generator=to_camel, populate_by_name=True
+        defer_build=True,
+        extra="forbid",
+        frozen=True,
+        strict=True,
+        alias_generator=to_camel,
+        populate_by_name=True,
     )
 
 
@@ -60,7 +70,7 @@ _NO_EXTRA: dict[str, Any] = {}
 class Lenient(BaseModel):
     """A durable record: unknown keys are kept (and written back) but never produced by us."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="allow", frozen=True)
 
     def model_post_init(self, context: Any, /) -> None:
         """Share the bookkeeping pydantic keeps per instance (which fields were set; the
@@ -91,4 +101,4 @@ class Lenient(BaseModel):
 class Strict(Lenient):
     """A record whose schema is closed: unknown keys are a schema failure."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)

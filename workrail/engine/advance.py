@@ -28,6 +28,7 @@ from workrail.core.canonical import (
 )
 from workrail.core.events import AdvanceRecorded, DomainEvent
 from workrail.core.snapshot import BlockedState, RetryableBlock
+from workrail.engine.compiled import CompiledCache
 from workrail.engine.context import (
     clip_path,
     exceeds_value_budget,
@@ -40,7 +41,6 @@ from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError, error, internal
 from workrail.engine.events_builder import PlanBuilder
 from workrail.engine.loaded import (
-    CompiledCache,
     NodeAddress,
     NodeFacts,
     load_snapshot,

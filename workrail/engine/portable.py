@@ -27,10 +27,11 @@ from workrail.core.snapshot import (
     sort_completed,
 )
 from workrail.engine.catalog import CatalogEntry
+from workrail.engine.compiled import CompiledCache
 from workrail.engine.context import validate_context
 from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError, error
-from workrail.engine.loaded import CompiledCache, load_snapshot
+from workrail.engine.loaded import load_snapshot
 from workrail.engine.start import RunSource, create_session, pin_and_compile
 from workrail.engine.store_errors import from_store
 from workrail.store.ports import SessionLog
@@ -45,7 +46,7 @@ _KEY_PATTERN: Final = r"^[a-z0-9_-]+(@[0-9]+(/[a-z0-9_-]+@[0-9]+)*::[a-z0-9_-]+)
 
 
 class RecordLoopFrame(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, strict=True)
 
     loopId: Annotated[str, Field(pattern=r"^[a-z0-9_-]+$", max_length=128)]
     iteration: Annotated[int, Field(ge=0, le=1_000_000)]
@@ -55,7 +56,7 @@ class RecordLoopFrame(BaseModel):
 class CheckpointRecord(BaseModel):
     """The record's closed schema: unknown fields and malformed keys are rejected."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, strict=True)
 
     format: Literal["workrail.checkpoint.v1"]
     workflowId: Annotated[str, Field(min_length=1, max_length=256, pattern=r"^[A-Za-z0-9_.-]+$")]

@@ -11,10 +11,10 @@ from returns.result import Failure, Result, Success
 from workrail.core.budgets import REHYDRATE_PROMPT_MAX_BYTES, utf8_len
 from workrail.core.session_index import ProjectionError, SessionIndex
 from workrail.core.snapshot import CompleteState, StepInstance
+from workrail.engine.compiled import CompiledCache
 from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError, error
 from workrail.engine.loaded import (
-    CompiledCache,
     NodeAddress,
     NodeFacts,
     load_snapshot,

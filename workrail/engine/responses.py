@@ -24,9 +24,10 @@ from workrail.core.snapshot import (
     RetryableBlock,
     StepInstance,
 )
+from workrail.engine.compiled import CompiledCache
 from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError, error
-from workrail.engine.loaded import CompiledCache, load_snapshot
+from workrail.engine.loaded import load_snapshot
 from workrail.store.ports import SessionLog
 from workrail.workflow.assessments import check_assessments, step_context
 from workrail.workflow.compiler import CompiledWorkflow

@@ -14,11 +14,11 @@ from workrail.core.events import DomainEvent
 from workrail.core.lifecycle import SessionLifecycle
 from workrail.core.snapshot import ExecutionSnapshot, StepInstance
 from workrail.engine.catalog import CatalogEntry
+from workrail.engine.compiled import CompiledCache
 from workrail.engine.context import validate_context
 from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError, error, workflow_unavailable
 from workrail.engine.events_builder import PlanBuilder
-from workrail.engine.loaded import CompiledCache
 from workrail.engine.needed import needed_input_error
 from workrail.engine.responses import next_call, next_intent, render
 from workrail.engine.store_errors import from_store

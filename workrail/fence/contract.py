@@ -11,6 +11,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from workrail.core.wire import DEFERRED
 from workrail.fence.ratelimit import DEFAULT_CLIENT_RPM, DEFAULT_GLOBAL_RPM  # noqa: F401 (its names)
 
 Stage = Literal[
@@ -84,7 +85,7 @@ DateTime = Annotated[
 ]
 Seconds = Annotated[int, Field(ge=0, le=MAX_SAFE_INTEGER)]
 
-_STRICT = ConfigDict(extra="forbid", frozen=True, strict=True)
+_STRICT = ConfigDict(defer_build=True, extra="forbid", frozen=True, strict=True)
 
 
 class ClaimInput(BaseModel):
@@ -146,14 +147,14 @@ CheckpointInput = Annotated[
 ]
 INPUT_MODELS: Final = (ClaimInput, TransitionInput, StatusInput, AbandonInput)
 INPUT_ADAPTER: Final[TypeAdapter[ClaimInput | TransitionInput | StatusInput | AbandonInput]] = (
-    TypeAdapter(CheckpointInput)
+    TypeAdapter(CheckpointInput, config=DEFERRED)
 )
 
 
 class CheckpointOutput(BaseModel):
     """What every successful action returns: the checkpoint as seen by this caller, now."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     action: Action
     workflow_hash: HmacDigest

@@ -21,7 +21,7 @@ RESOLVED_STAGES: Final[frozenset[Stage]] = frozenset({"caller_verified", "failed
 class ObservationRecord(BaseModel):
     """One recorded transition: its keyed body digest and the generation it applied to."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     body: str
     generation: int
@@ -30,7 +30,7 @@ class ObservationRecord(BaseModel):
 class CheckpointRecord(BaseModel):
     """The whole state of one workflow identity. Times are integer epoch milliseconds."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True)
 
     v: Literal[1] = 1
     workflow_hash: str

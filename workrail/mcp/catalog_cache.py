@@ -1,16 +1,18 @@
 """The MCP catalogue as the SDK last answered it, kept on disk for the next start-up.
 
 Every client asks for `tools/list` (and most for `prompts/list`) right after
-`initialize`; answering them from the SDK means waiting for the SDK and the engine to
-load. So once a server has been built, the SDK's own answers to those requests, for every
-protocol revision, are written to `<data dir>/cache/mcp-catalog.json`
+`initialize`, and an agent's first call is most often `list_workflows`; answering them from
+the SDK means waiting for the SDK and the engine to load. So once a server has been built,
+the SDK's own answers to those requests, for every protocol revision, are written to
+`<data dir>/cache/mcp-catalog.json`
 (workrail.mcp.catalog_gen), and the next start-up answers them from that file before the
 SDK has loaded (workrail.mcp.stdio_serve).
 
 The file holds one catalogue and the key it was made under: a digest of everything the
 answers are made of that can be observed without loading anything — this package's files
-and the SDK's (names, sizes, modification times), the settings, the workflow files and
-the fence key (whose state decides whether `effect_checkpoint` is served). Any change to
+and the SDK's (names, sizes, modification times), the settings, the workflow and routine files and the fence key (whose state decides whether
+`effect_checkpoint` is served). A `list_workflows` answer is made of the workflow files and
+the code alone, so it is kept too; no other call is (each reads or writes the store). Any change to
 any of these, a new release or an edited schema included, changes the key, and a
 catalogue made under another key is never used: the SDK answers, and the catalogue is made
 again. Nothing is written by hand, so nothing can drift from the SDK.
@@ -39,12 +41,15 @@ from workrail import __version__
 if TYPE_CHECKING:
     from workrail.config import WorkrailConfig
 
-CATALOG_FORMAT: Final = 1
+CATALOG_FORMAT: Final = 2
 CACHE_DIR: Final = "cache"
 CATALOG_FILE: Final = "mcp-catalog.json"
 CATALOG_METHODS: Final = ("tools/list", "prompts/list")
 """The requests answered from the catalogue (prompts/list only when there is a runnable
 workflow: then the SDK serves prompts whatever the store holds)."""
+CATALOG_CALLS: Final = ("list_workflows",)
+"""The tools whose call without arguments is answered from the catalogue: their answer
+depends only on what the key covers."""
 SDK_PACKAGES: Final = ("mcp", "mcp_types", "pydantic", "pydantic_core")
 KEYS_DIR: Final = "keys"
 _PACKAGE_DIR: Final = Path(__file__).resolve().parents[1]
@@ -60,17 +65,24 @@ class Catalogue:
     runnable: bool
     """A workflow that can be started: then `initialize` offers prompts and resources."""
     results: dict[str, dict[str, bytes]]
+    calls: dict[str, dict[str, bytes]]
+    """By protocol revision and tool name: the `result` of a call without arguments."""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "format": CATALOG_FORMAT,
             "key": self.key,
             "runnable": self.runnable,
-            "results": {
-                revision: {method: text.decode("utf-8") for method, text in by_method.items()}
-                for revision, by_method in self.results.items()
-            },
+            "results": _texts(self.results),
+            "calls": _texts(self.calls),
         }
+
+
+def _texts(answers: dict[str, dict[str, bytes]]) -> dict[str, dict[str, str]]:
+    return {
+        revision: {name: text.decode("utf-8") for name, text in by_name.items()}
+        for revision, by_name in answers.items()
+    }
 
 
 def catalog_path(config: WorkrailConfig) -> Path:
@@ -118,16 +130,20 @@ def _stat(path: Path) -> tuple[int, ...] | None:
     return (st.st_mode, st.st_uid, st.st_size, st.st_mtime_ns, st.st_ino)
 
 
-def _feed_dir(feed: Any, directory: Path) -> None:
-    """A workflow directory as discovery reads it: its entries, each with its stat."""
+def _feed_dir(feed: Any, directory: Path, *, depth: int = 1) -> None:
+    """A workflow directory as discovery reads it: its entries, each with its stat, and
+    the entries of its subdirectories (`routines/`: a routine edited in place changes no
+    directory's stat, yet changes the workflows that include it)."""
     feed("dir", _stat(directory))
     try:
         with os.scandir(directory) as entries:
-            names = sorted(entry.name for entry in entries)
+            found = sorted((entry.name, entry.is_dir()) for entry in entries)
     except OSError:
         return
-    for name in names:
+    for name, is_dir in found:
         feed(name, _stat(directory / name))
+        if is_dir and depth > 0:
+            _feed_dir(feed, directory / name, depth=depth - 1)
 
 
 def _feed_tree(feed: Any, root: Path) -> None:
@@ -171,19 +187,27 @@ def load_catalogue(config: WorkrailConfig, key: str) -> Catalogue | None:
         return None
     if data.get("key") != key or not isinstance(data.get("runnable"), bool):
         return None
-    results = data.get("results")
-    if not isinstance(results, dict):
+    results = _parsed(data.get("results"), CATALOG_METHODS)
+    calls = _parsed(data.get("calls"), CATALOG_CALLS)
+    if results is None or calls is None:
+        return None
+    return Catalogue(key, data["runnable"], results, calls)
+
+
+def _parsed(answers: Any, names: tuple[str, ...]) -> dict[str, dict[str, bytes]] | None:
+    """Answers by revision and name, each a text; None when any is not."""
+    if not isinstance(answers, dict):
         return None
     parsed: dict[str, dict[str, bytes]] = {}
-    for revision, by_method in results.items():
-        if not isinstance(by_method, dict):
+    for revision, by_name in answers.items():
+        if not isinstance(by_name, dict):
             return None
         parsed[revision] = {}
-        for method, text in by_method.items():
-            if method not in CATALOG_METHODS or not isinstance(text, str):
+        for name, text in by_name.items():
+            if name not in names or not isinstance(text, str):
                 return None
-            parsed[revision][method] = text.encode("utf-8")
-    return Catalogue(key, data["runnable"], parsed)
+            parsed[revision][name] = text.encode("utf-8")
+    return parsed
 
 
 def _private(st: os.stat_result) -> bool:

@@ -22,6 +22,7 @@ from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 
 from workrail.mcp.catalog_cache import (
+    CATALOG_CALLS,
     CATALOG_METHODS,
     Catalogue,
     catalog_path,
@@ -48,7 +49,7 @@ class CatalogueMismatch(RuntimeError):
 def sdk_answers(server: MCPServer, revision: str, methods: tuple[str, ...]) -> dict[str, bytes]:
     """The SDK's answer line to each of `methods` (each asked with id 1, no parameters)
     after an `initialize` at `revision`."""
-    frames = [json.dumps({"jsonrpc": "2.0", "id": 1, "method": m}).encode() for m in methods]
+    frames = [_listing_frame(m) for m in methods]
     return dict(zip(methods, sdk_answer_lines(server, revision, frames), strict=True))
 
 
@@ -116,14 +117,27 @@ def make_catalogue(config: WorkrailConfig, engine: Engine, server: MCPServer) ->
     key = situation_key(config)
     runnable = bool(runnable_workflows(engine))
     methods = CATALOG_METHODS if runnable else ("tools/list",)
-    results = {
-        revision: {
-            method: result_of(line)
-            for method, line in sdk_answers(server, revision, methods).items()
-        }
-        for revision in HANDSHAKE_PROTOCOL_VERSIONS
-    }
-    return Catalogue(key, runnable, results)
+    calls = [_call_frame(name) for name in CATALOG_CALLS]
+    results: dict[str, dict[str, bytes]] = {}
+    called: dict[str, dict[str, bytes]] = {}
+    for revision in HANDSHAKE_PROTOCOL_VERSIONS:
+        lines = sdk_answer_lines(server, revision, [*map(_listing_frame, methods), *calls])
+        results[revision] = {m: result_of(line) for m, line in zip(methods, lines, strict=False)}
+        answered = zip(CATALOG_CALLS, map(result_of, lines[len(methods) :]), strict=True)
+        # An error is never kept: the next start-up asks the engine again.
+        called[revision] = {name: r for name, r in answered if b'"isError":true' not in r}
+    return Catalogue(key, runnable, results, called)
+
+
+def _listing_frame(method: str) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": method}).encode()
+
+
+def _call_frame(name: str) -> bytes:
+    params = {"name": name, "arguments": {}}
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+    ).encode()
 
 
 def refresh(config: WorkrailConfig, engine: Engine, server: MCPServer) -> Catalogue:

@@ -11,19 +11,17 @@ this module is not sure of is left to the SDK (None), as workrail.mcp.handshake 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
 from pydantic_core import to_json
 from returns.result import Failure
 
-from workrail.mcp.handshake import plain_request
+from workrail.mcp.handshake import plain_tool_call
 from workrail.mcp.schemas import ToolSpec
 from workrail.mcp.tool_calls import Handler, call_tool, tool_text
 
 Calls = Mapping[str, tuple[ToolSpec, Handler]]
 """Tool name → its spec and handler: the calls this module may answer."""
-
-_PARAMS: Final = frozenset({"name", "arguments"})
 
 
 def tool_call(
@@ -31,15 +29,10 @@ def tool_call(
 ) -> tuple[int | str, ToolSpec, Handler, dict[str, Any]] | None:
     """(id, spec, handler, arguments) when `frame` is a plain `tools/call` of one of
     `calls` (no `_meta`, arguments an object or absent); None otherwise (the SDK answers)."""
-    request = plain_request(frame, "tools/call")
-    if request is None:
+    call = plain_tool_call(frame)
+    if call is None or call[1] not in calls:
         return None
-    request_id, params = request
-    if not isinstance(params, dict) or not {"name"} <= set(params) <= _PARAMS:
-        return None
-    name, arguments = params["name"], params.get("arguments", {})
-    if not isinstance(name, str) or name not in calls or not isinstance(arguments, dict):
-        return None
+    request_id, name, arguments = call
     spec, handler = calls[name]
     return request_id, spec, handler, arguments
 

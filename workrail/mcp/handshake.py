@@ -41,6 +41,7 @@ _MAX_INT: Final = 2**53 - 1
 _PLAIN_ID: Final = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 _SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F]")
 _CLIENT_INFO_KEYS: Final = frozenset({"name", "version", "title", "description", "websiteUrl"})
+_CALL_PARAMS: Final = frozenset({"name", "arguments"})
 _LISTING_KEYS: Final = (
     frozenset({"jsonrpc", "id", "method"}),
     frozenset({"jsonrpc", "id", "method", "params"}),
@@ -185,16 +186,7 @@ def answer_listing(frame: bytes, results: Mapping[str, bytes]) -> tuple[int | st
         request_id = _plain_id(request["id"])
     except _Unsure:
         return None
-    line = b"".join(
-        (
-            b'{"jsonrpc":"2.0","id":',
-            json.dumps(request_id).encode(),
-            b',"result":',
-            results[method],
-            b"}",
-        )
-    )
-    return request_id, line
+    return request_id, _result_line(request_id, results[method])
 
 
 def plain_request(frame: bytes, method: str) -> tuple[int | str, Any] | None:
@@ -209,6 +201,39 @@ def plain_request(frame: bytes, method: str) -> tuple[int | str, Any] | None:
         return _plain_id(request["id"]), request["params"]
     except _Unsure:
         return None
+
+
+def plain_tool_call(frame: bytes) -> tuple[int | str, str, dict[str, Any]] | None:
+    """(id, tool name, arguments) when `frame` is a plain `tools/call` (no `_meta`,
+    arguments an object or absent); None otherwise (the SDK answers)."""
+    request = plain_request(frame, "tools/call")
+    if request is None:
+        return None
+    request_id, params = request
+    if not isinstance(params, dict) or not {"name"} <= set(params) <= _CALL_PARAMS:
+        return None
+    name, arguments = params["name"], params.get("arguments", {})
+    if not isinstance(name, str) or not isinstance(arguments, dict):
+        return None
+    return request_id, name, arguments
+
+
+def answer_cached_call(
+    frame: bytes, results: Mapping[str, bytes]
+) -> tuple[int | str, bytes] | None:
+    """(request id, the answer's line) when `frame` is a plain `tools/call` without
+    arguments of a tool in `results` (tool name → the `result` JSON the SDK wrote for that
+    call); None otherwise."""
+    call = plain_tool_call(frame)
+    if call is None or call[2] or call[1] not in results:
+        return None
+    return call[0], _result_line(call[0], results[call[1]])
+
+
+def _result_line(request_id: int | str, result: bytes) -> bytes:
+    return b"".join(
+        (b'{"jsonrpc":"2.0","id":', json.dumps(request_id).encode(), b',"result":', result, b"}")
+    )
 
 
 def _capabilities(capabilities: Any) -> None:

@@ -6,8 +6,11 @@ answer, so a client waits out its timeout. This transport reads and writes the p
 the event loop and answers every frame it cannot parse with a JSON-RPC error:
 `-32700 Parse error` (invalid JSON, a lone surrogate, an integer or nesting beyond the
 parser's limits) or `-32600 Invalid Request` (JSON that is not a JSON-RPC message), with
-the request's id when it can be recovered, else `null`. Everything else is the SDK's:
-the same messages reach the same server (`workrail mcp --stdio sdk` selects the SDK's own
+the request's id when it can be recovered, else `null`. A plain call of a workflow tool
+is answered here by the engine, as the stdio start-up answers it before the SDK has loaded
+(workrail.mcp.early_call writes the SDK's bytes; tests/mcp/test_early_call.py compares
+them), without the SDK's request machinery. Everything else is the SDK's: the same
+messages reach the same server (`workrail mcp --stdio sdk` selects the SDK's own
 transport, the reference).
 
 The descriptors and the line framing are workrail.mcp.wire's; a wire opened before the
@@ -34,6 +37,7 @@ from mcp.shared._context_streams import (  # the SDK's stream type, as its own t
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
+from workrail.mcp.early_call import Calls, answer_call, tool_call
 from workrail.mcp.wire import MAX_FRAME_BYTES, StdioWire, open_stdio_wire
 
 log = logging.getLogger("workrail.mcp")
@@ -102,19 +106,24 @@ def _id_of(frame: bytes) -> Any:
 
 @asynccontextmanager
 async def stdio_streams(
-    opened: StdioWire | None = None, *, answered: tuple[types.RequestId, bytes] | None = None
+    opened: StdioWire | None = None,
+    *,
+    answered: tuple[types.RequestId, bytes] | None = None,
+    calls: Calls | None = None,
 ) -> AsyncIterator[
     tuple[ContextReceiveStream[SessionMessage | Exception], ContextSendStream[SessionMessage]]
 ]:
     """(read_stream, write_stream) for `Server.run`, over the process's stdin/stdout, or
     over `opened` (which this then owns). `answered` is (id, line) of an answer already
-    written for the first request: the server's answer to that id is dropped, once."""
+    written for the first request: the server's answer to that id is dropped, once.
+    A plain call of one of `calls` is answered here, as before the SDK had loaded
+    (workrail.mcp.early_call: the SDK's bytes, without its request machinery)."""
     wire = opened if opened is not None else await open_stdio_wire()
     try:
         to_server, read_stream = create_context_streams[SessionMessage | Exception](0)
         write_stream, from_server = create_context_streams[SessionMessage](0)
-        pump = _Pump(wire, answered)
         async with anyio.create_task_group() as tg:
+            pump = _Pump(wire, answered, calls, tg)
             tg.start_soon(pump.read_frames, to_server)
             tg.start_soon(pump.write_messages, from_server)
             yield read_stream, write_stream
@@ -126,8 +135,16 @@ async def stdio_streams(
 class _Pump:
     """Frames from the wire to the server, and the server's messages to the wire."""
 
-    def __init__(self, wire: StdioWire, answered: tuple[types.RequestId, bytes] | None) -> None:
+    def __init__(
+        self,
+        wire: StdioWire,
+        answered: tuple[types.RequestId, bytes] | None,
+        calls: Calls | None,
+        tasks: anyio.abc.TaskGroup,
+    ) -> None:
         self._wire = wire
+        self._calls = calls
+        self._tasks = tasks
         self._out_lock = anyio.Lock()
         # Requests forwarded and not yet answered: at EOF the SDK's loop cancels whatever
         # is in flight, so the read side stays open until these are answered (bounded).
@@ -145,6 +162,11 @@ class _Pump:
             async for frame in self._wire.remaining():
                 if frame is not None and not frame.strip():
                     continue
+                call = None if frame is None or not self._calls else tool_call(frame, self._calls)
+                if call is not None:
+                    self._unanswered.add(call[0])
+                    self._tasks.start_soon(self._answer_call, call)
+                    continue
                 parsed = _too_long() if frame is None else parse_frame(frame)
                 if isinstance(parsed, dict):
                     await self._send_line(json.dumps(parsed, separators=(",", ":")).encode())
@@ -158,6 +180,16 @@ class _Pump:
             with anyio.move_on_after(DRAIN_SECONDS):
                 await self._answered_all.wait()
 
+    async def _answer_call(self, call: tuple[int | str, Any, Any, dict[str, Any]]) -> None:
+        line = await anyio.to_thread.run_sync(answer_call, *call)
+        await self._send_line(line)
+        self._answered(call[0])
+
+    def _answered(self, request_id: types.RequestId | None) -> None:
+        self._unanswered.discard(request_id)
+        if self._at_eof and not self._unanswered:
+            self._answered_all.set()
+
     async def write_messages(self, from_server: ContextReceiveStream[SessionMessage]) -> None:
         async with from_server:
             async for session_message in from_server:
@@ -166,9 +198,7 @@ class _Pump:
                 if not self._is_duplicate(message, data):
                     await self._send_line(data)
                 if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
-                    self._unanswered.discard(message.id)
-                    if self._at_eof and not self._unanswered:
-                        self._answered_all.set()
+                    self._answered(message.id)
 
     def _is_duplicate(self, message: types.JSONRPCMessage, payload: bytes) -> bool:
         if self._sent_already is None or not isinstance(

@@ -4,14 +4,16 @@ An MCP client spawns the server, waits for its answer to `initialize`, then asks
 `tools/list` (and often `prompts/list`); importing the SDK and opening the engine take
 most of that wait. So on WorkRail's own transport the start-up goes:
 
-1. from the start, a thread opens the engine and the fence, decides whether prompts and
-   resources are offered (workrail.mcp.content), imports the SDK and builds the server;
+1. from the start, a thread opens the engine, decides whether prompts and resources are
+   offered (workrail.mcp.content), loads what a first tool call needs, then opens the
+   fence, imports the SDK and builds the server;
 2. meanwhile the wire is taken over and the first frame read; when it is a plain
    `initialize`, the answer is written from workrail.mcp.handshake (the SDK's bytes,
    tested so) — at once when the MCP catalogue says a workflow can be started, else once
    the engine has said whether there is content;
-3. the catalogue's requests that follow (plain `tools/list`, `prompts/list`) are answered
-   from the SDK's own earlier answers (workrail.mcp.catalog_cache), and plain calls of
+3. the catalogue's requests that follow (plain `tools/list`, `prompts/list`, a
+   `list_workflows` call) are answered from the SDK's own earlier answers
+   (workrail.mcp.catalog_cache), and other plain calls of
    the engine's tools by running them (workrail.mcp.early_call, the SDK's bytes too),
    and taken off the wire, until a request is left to the SDK;
 4. once the server is built, every other frame read so far is replayed into it, the
@@ -29,19 +31,25 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import errno
 import json
 import logging
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
 from workrail.mcp.catalog_cache import Catalogue, load_catalogue, situation_key
-from workrail.mcp.handshake import answer_initialize, answer_listing, plain_request
+from workrail.mcp.handshake import (
+    answer_cached_call,
+    answer_initialize,
+    answer_listing,
+    plain_request,
+)
 from workrail.mcp.wire import StdioWire, open_stdio_wire
 
 if TYPE_CHECKING:
@@ -56,12 +64,12 @@ log = logging.getLogger("workrail.mcp")
 
 CATALOGUE_WAIT_S: Final = 10.0
 """At the end of serving, how long a catalogue still being made may take to be written."""
+CALL_FIRST_WAIT_S: Final = 10.0
+"""How long the loading thread waits, at most, for the early calls in flight before it
+goes on to the SDK (both need the one interpreter lock)."""
 LOADING_SWITCH_INTERVAL_S: Final = 0.0005
 """The interpreter's thread switch interval while the server loads (the default is 5 ms):
 the loading thread and the early answers share one interpreter lock."""
-
-
-Opened = tuple["Engine", "FenceService | None"]
 
 
 def serve_stdio(
@@ -87,22 +95,24 @@ def serve_stdio(
             server.run()
 
         return _exit_code(run_sdk)
-    return serve_stdio_early(lambda: (engine, fence), on_ready=on_ready)
+    return serve_stdio_early(lambda: engine, lambda: fence, on_ready=on_ready)
 
 
 def serve_stdio_early(
-    open_all: Callable[[], Opened],
+    open_engine: Callable[[], Engine],
+    open_fence: Callable[[], FenceService | None],
     config: WorkrailConfig | None = None,
     *,
     on_ready: Callable[[], None] | None = None,
 ) -> int:
-    """WorkRail's transport, with the engine and the fence opened by `open_all` on the
-    loading thread beside the SDK's import, from the start. With `config`, the requests
+    """WorkRail's transport, with the engine and the fence opened on the loading thread
+    beside the SDK's import, from the start (the fence once a first tool call can be
+    answered: only the SDK's server serves it). With `config`, the requests
     the MCP catalogue holds are answered from it until the server is built, and the
     catalogue is made again after start-up when it was made under another key."""
 
     def serve() -> None:
-        remaking = anyio.run(_serve, open_all, config, on_ready)
+        remaking = anyio.run(_serve, _Loading(open_engine, open_fence), config, on_ready)
         if remaking is not None:
             # A client that only listed and left still leaves a catalogue behind.
             remaking.join(CATALOGUE_WAIT_S)
@@ -134,12 +144,9 @@ def _is_broken_pipe(exc: BaseException) -> bool:
 
 
 async def _serve(
-    open_all: Callable[[], Opened],
-    config: WorkrailConfig | None,
-    on_ready: Callable[[], None] | None,
+    loading: _Loading, config: WorkrailConfig | None, on_ready: Callable[[], None] | None
 ) -> threading.Thread | None:
     """Serve; the thread remaking the catalogue, if one was started."""
-    loading = _Loading(open_all)
     previous_interval = sys.getswitchinterval()
     # While the loading thread imports, hand the interpreter lock over quickly when the
     # client is answered from here: these answers are what the client waits for.
@@ -171,7 +178,9 @@ async def _serve(
     from workrail.mcp.stdio import stdio_streams
 
     lowlevel = server._lowlevel_server  # the SDK's own run_stdio_async does the same
-    async with stdio_streams(wire, answered=answered) as (read_stream, write_stream):
+    # Once `initialize` was answered here, plain tool calls stay WorkRail's to answer.
+    calls = None if answered is None else await loading.calls()
+    async with stdio_streams(wire, answered=answered, calls=calls) as (read_stream, write_stream):
         await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
     return remaking
 
@@ -187,6 +196,7 @@ async def _answer_early(
     built = loading.future()
     answered: tuple[int | str, bytes] | None = None
     results: dict[str, bytes] = {}
+    cached_calls: dict[str, bytes] = {}
     held = False
     while True:
         frame = wire.next_frame()
@@ -212,8 +222,9 @@ async def _answer_early(
                 return answered
             revision = json.loads(answered[1])["result"]["protocolVersion"]
             results = catalogue.results.get(revision, {})
+            cached_calls = catalogue.calls.get(revision, {})
             continue
-        line = None if held else await _answer_one(got, results, loading)
+        line = None if held else await _answer_one(got, results, cached_calls, loading)
         if line is None:
             held = held or not _is_notification(got)
             continue
@@ -222,21 +233,24 @@ async def _answer_early(
         await wire.writer.line(line)
 
 
-async def _answer_one(frame: bytes, results: dict[str, bytes], loading: _Loading) -> bytes | None:
+async def _answer_one(
+    frame: bytes, results: dict[str, bytes], cached_calls: dict[str, bytes], loading: _Loading
+) -> bytes | None:
     """The line answering `frame` from the catalogue or by running the call; None when it
     is the SDK's to answer."""
-    listing = answer_listing(frame, results)
-    if listing is not None:
-        return listing[1]
+    cached = answer_listing(frame, results) or answer_cached_call(frame, cached_calls)
+    if cached is not None:
+        return cached[1]
     if plain_request(frame, "tools/call") is None:
         return None  # decided without waiting for the engine
-    calls = await loading.calls()  # loaded on the loading thread, so is early_call's import
-    from workrail.mcp.early_call import answer_call, tool_call
+    with loading.early_call():
+        calls = await loading.calls()  # loaded on the loading thread, so is early_call
+        from workrail.mcp.early_call import answer_call, tool_call
 
-    call = tool_call(frame, calls)
-    if call is None:
-        return None
-    return await asyncio.to_thread(answer_call, *call)
+        call = tool_call(frame, calls)
+        if call is None:
+            return None
+        return await asyncio.to_thread(answer_call, *call)
 
 
 def _is_notification(frame: bytes) -> bool:
@@ -251,15 +265,20 @@ class _Loading:
     """The engine's and the fence's opening, the SDK's import and the server's build, in a
     thread of their own."""
 
-    def __init__(self, open_all: Callable[[], Opened]) -> None:
+    def __init__(
+        self, open_engine: Callable[[], Engine], open_fence: Callable[[], FenceService | None]
+    ) -> None:
         self._content: concurrent.futures.Future[bool] = concurrent.futures.Future()
         self._calls: concurrent.futures.Future[Calls] = concurrent.futures.Future()
         self._future: concurrent.futures.Future[tuple[MCPServer, Engine]] = (
             concurrent.futures.Future()
         )
-        self._open_all = open_all
+        self._open_engine = open_engine
+        self._open_fence = open_fence
         self._thread: threading.Thread | None = None
         self._wrapped: asyncio.Future[tuple[MCPServer, Engine]] | None = None
+        self._early = threading.Condition()
+        self._early_calls = 0
 
     def start(self) -> None:
         if self._thread is None:
@@ -289,13 +308,31 @@ class _Loading:
             await self.future()
             raise
 
+    @contextlib.contextmanager
+    def early_call(self) -> Iterator[None]:
+        """Around a call answered before the SDK: the loading thread, once the call can
+        run, waits for it to be answered before it imports the SDK, so the call the client
+        waits for has the interpreter to itself."""
+        with self._early:
+            self._early_calls += 1
+        try:
+            yield
+        finally:
+            with self._early:
+                self._early_calls -= 1
+                self._early.notify_all()
+
+    def _after_early_calls(self) -> None:
+        with self._early:
+            self._early.wait_for(lambda: self._early_calls == 0, CALL_FIRST_WAIT_S)
+
     async def server(self) -> tuple[MCPServer, Engine]:
         self.start()
         return await self.future()
 
     def _run(self) -> None:
         try:
-            engine, fence = self._open_all()
+            engine = self._open_engine()
             from workrail.mcp.content import has_content
 
             offers_content = has_content(engine)
@@ -314,7 +351,9 @@ class _Loading:
         except Exception:
             log.warning("tool calls wait for the SDK's server", exc_info=True)
             self._calls.set_result({})
+        self._after_early_calls()
         try:
+            fence = self._open_fence()
             from workrail.mcp.stdio_build import build_stdio_server
 
             self._future.set_result(

@@ -9,12 +9,11 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from returns.result import Failure, Result
 
 from workrail.engine.api import Engine, EngineError, error
-from workrail.mcp.bundles import BundleToolError, export_tool, import_tool
 from workrail.mcp.normalize import normalize_arguments
 from workrail.mcp.resume_tool import RESUME_SESSION, resume_handler
 from workrail.mcp.schemas import (
@@ -29,10 +28,14 @@ from workrail.mcp.schemas import (
 )
 from workrail.mcp.validation import validate_arguments
 
+if TYPE_CHECKING:
+    from workrail.mcp.bundles import BundleToolError
+
 log = logging.getLogger("workrail.mcp")
 
-ToolFailure = EngineError | BundleToolError
-"""Engine errors use the spec's closed set; bundle errors keep issue #6's own codes."""
+ToolFailure: TypeAlias = "EngineError | BundleToolError"
+"""Engine errors use the spec's closed set; bundle errors keep issue #6's own codes (their
+module loads with the first bundle call)."""
 
 Handler = Callable[[dict[str, Any]], Result[dict[str, Any], ToolFailure]]
 
@@ -108,9 +111,13 @@ class WorkrailTools:
         return self.engine.checkpoint(arguments["checkpointToken"])
 
     def export_session(self, arguments: dict[str, Any]) -> Result[dict[str, Any], ToolFailure]:
+        from workrail.mcp.bundles import export_tool
+
         return export_tool(self.engine, arguments)
 
     def import_session(self, arguments: dict[str, Any]) -> Result[dict[str, Any], ToolFailure]:
+        from workrail.mcp.bundles import import_tool
+
         return import_tool(self.engine, arguments)
 
 

@@ -27,7 +27,7 @@ ASSESSMENT_KIND: Final = "wr.assessment"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, strict=True)
 
 
 class DimensionSubmission(_Strict):

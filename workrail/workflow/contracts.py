@@ -32,13 +32,13 @@ _UUID = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid", frozen=True, strict=True)
 
 
 class _Lenient(BaseModel):
     """Nested objects whose unknown fields are dropped, as WorkRail's plain objects do."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
+    model_config = ConfigDict(defer_build=True, extra="ignore", frozen=True, strict=True)
 
 
 Text = Annotated[str, Field(min_length=1)]
@@ -69,7 +69,7 @@ class LoopControlArtifact(_Strict):
 
 
 class ReviewFinding(BaseModel):
-    model_config = ConfigDict(extra="allow", frozen=True, strict=True)
+    model_config = ConfigDict(defer_build=True, extra="allow", frozen=True, strict=True)
 
     severity: Literal["critical", "major", "minor", "nit"]
     summary: Text

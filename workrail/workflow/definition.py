@@ -20,7 +20,11 @@ FunctionScope = Literal["workflow", "loop", "step"]
 
 class _View(BaseModel):
     model_config = ConfigDict(
-        extra="ignore", frozen=True, alias_generator=to_camel, populate_by_name=True
+        defer_build=True,
+        extra="ignore",
+        frozen=True,
+        alias_generator=to_camel,
+        populate_by_name=True,
     )
 
 

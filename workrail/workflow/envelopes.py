@@ -75,7 +75,7 @@ CompiledEnvelope = Annotated[PinnedWorkflow | PreviewWorkflow, Discriminator("so
 
 
 class _EnvelopeAdapter(BaseModel):
-    model_config = ConfigDict(strict=True)
+    model_config = ConfigDict(defer_build=True, strict=True)
     envelope: CompiledEnvelope
 
 

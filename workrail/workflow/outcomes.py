@@ -30,7 +30,7 @@ class ValidationResult(CamelWire):
     suggestions: list[str] = Field(default_factory=list)
 
 
-VALID: Final = ValidationResult(valid=True)
+VALID: Final = ValidationResult.model_construct(valid=True)  # validated by its type; built on use
 
 
 class ValidationRecord(CamelWire):

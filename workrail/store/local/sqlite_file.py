@@ -1,7 +1,8 @@
 """The files backend's disposable SQLite indexes (`index/*.sqlite3`), opened the one way
 they are opened: a private (0600) regular file, rollback journal, no fsync (an index is
 rebuilt from the logs whenever it is lost or damaged), checked once after each boot, and
-discarded with its journal files."""
+discarded with its journal files. The journal is kept between writes (PERSIST), zeroed
+rather than created and deleted by every commit: a fifth of an advance's time went there."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def connect_index(path: Path, *, timeout: float) -> sqlite3.Connection:
     0600 first, refusing anything but a regular file under that name."""
     os.close(open_regular(path, os.O_RDWR | os.O_CREAT, 0o600))
     conn = sqlite3.connect(path, timeout=timeout, check_same_thread=False)
-    conn.execute("PRAGMA journal_mode=DELETE")
+    conn.execute("PRAGMA journal_mode=PERSIST")
     conn.execute("PRAGMA synchronous=OFF")
     return conn
 

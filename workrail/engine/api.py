@@ -384,7 +384,9 @@ class Engine:
         writes. `all_states=False` reads the tips' states only."""
         from workrail.engine.session_inspect import inspect_session
 
-        return inspect_session(self.deps, session_id, node_id, all_states=all_states)
+        return inspect_session(
+            self.deps, session_id, node_id, all_states=all_states, compiled=self._compiled
+        )
 
     # --- bundles (docs/bundles.md): one clock and one entropy source, the engine's ---
 

@@ -12,13 +12,11 @@ session is still shown instead of failing.
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from returns.result import Failure, Success
+from returns.result import Success
 
 from workrail.core.events import (
     ArtifactRefPayload,
@@ -31,6 +29,7 @@ from workrail.core.events import (
 )
 from workrail.core.session_index import ProjectionError, SessionIndex
 from workrail.core.snapshot import BlockedState, ExecutionSnapshot, TerminalBlock, parse_snapshot
+from workrail.engine.compiled import CompiledCache, Uncompiled
 from workrail.engine.responses import RETRY_FIXES, pending_instance
 from workrail.engine.sessions_view import (
     SessionView,
@@ -41,13 +40,10 @@ from workrail.engine.sessions_view import (
 from workrail.store.errors import StoreError
 from workrail.store.ports import (
     LogStores,
-    PinnedWorkflowStore,
     SessionLog,
     SessionStore,
     SnapshotStore,
 )
-from workrail.workflow.compiler import CompiledWorkflow, compile_pinned
-from workrail.workflow.envelopes import parse_pinned
 from workrail.workflow.prompts import render_pending
 
 InspectSource = LogStores
@@ -165,40 +161,15 @@ class SessionInspection:
     for them), as the run's context holds them now."""
 
 
-MAX_COMPILED: Final = 64
-_compiled: OrderedDict[str, CompiledWorkflow | str] = OrderedDict()
-_compiled_mutex = threading.Lock()
-
-
-def _compiled_workflow(pinned: PinnedWorkflowStore, workflow_hash: str) -> CompiledWorkflow | str:
-    """The pinned workflow compiled, or why it cannot be. What the content says (compiled,
-    or does not parse or compile) is cached, being content-addressed; a store failure or
-    a missing object is not a fact about the content, so it is asked again next time."""
-    with _compiled_mutex:
-        known = _compiled.get(workflow_hash)
-    if known is not None:
-        return known
-    got = pinned.get(workflow_hash)
-    result: CompiledWorkflow | str
-    if isinstance(got, Failure):
-        return f"the pinned workflow cannot be read: {got.failure().message}"
-    if got.unwrap() is None:
+def _prompt_problem(found: Uncompiled, workflow_hash: str) -> str:
+    """Why the node's prompt cannot be shown, for a person reading the session."""
+    if found.why == "unreadable":
+        return f"the pinned workflow cannot be read: {found.message}"
+    if found.why == "missing":
         return f"the pinned workflow {workflow_hash} is missing"
-    parsed = parse_pinned(got.unwrap())
-    if isinstance(parsed, Failure):
-        result = f"the pinned workflow is not valid: {parsed.failure().message}"
-    else:
-        compiled = compile_pinned(parsed.unwrap())
-        result = (
-            compiled.unwrap()
-            if isinstance(compiled, Success)
-            else f"the pinned workflow does not compile: {compiled.failure().message}"
-        )
-    with _compiled_mutex:
-        _compiled[workflow_hash] = result
-        while len(_compiled) > MAX_COMPILED:
-            _compiled.popitem(last=False)
-    return result
+    if found.why == "invalid":
+        return f"the pinned workflow is not valid: {found.message}"
+    return f"the pinned workflow does not compile: {found.message}"
 
 
 def _snapshot(snapshots: SnapshotStore, ref: str) -> ExecutionSnapshot | None:
@@ -354,7 +325,9 @@ def _context_at(index: SessionIndex, node_id: str, run_id: str) -> dict[str, Any
     return index.run_context(run_id)
 
 
-def _complete_node(source: InspectSource, view: SessionView, detail: NodeDetail) -> None:
+def _complete_node(
+    source: InspectSource, compiled_cache: CompiledCache, view: SessionView, detail: NodeDetail
+) -> None:
     """The parts that need the snapshot and pinned-workflow stores: state, blockers and
     the rendered prompt of the node's pending step."""
     run = next((r for r in view.runs if r.run_id == detail.run_id), None)
@@ -370,9 +343,9 @@ def _complete_node(source: InspectSource, view: SessionView, detail: NodeDetail)
     pending = pending_instance(snapshot)
     if pending is None:
         return
-    compiled = _compiled_workflow(source.pinned, detail.workflow_hash)
-    if isinstance(compiled, str):
-        detail.prompt_problem = compiled
+    compiled = compiled_cache.compiled(source.pinned, detail.workflow_hash)
+    if isinstance(compiled, Uncompiled):
+        detail.prompt_problem = _prompt_problem(compiled, detail.workflow_hash)
         return
     try:
         rendered = render_pending(compiled, pending, detail.context)
@@ -404,9 +377,12 @@ def inspect_session(
     node_id: str | None = None,
     *,
     all_states: bool = True,
+    compiled: CompiledCache | None = None,
 ) -> SessionInspection:
     """One session with its events and, when `node_id` is given, that node's detail.
-    `all_states=False` reads the state of the tips only (enough for the status)."""
+    `all_states=False` reads the state of the tips only (enough for the status).
+    `compiled` is the engine's cache of compiled workflows (a fresh one without it)."""
+    compiled_cache = CompiledCache() if compiled is None else compiled
     checked = source.sessions.health(session_id)
     if not isinstance(checked, Success):
         return _unreadable(session_id, checked.failure(), node_id)
@@ -429,7 +405,7 @@ def inspect_session(
         tips = None if all_states else {t for r in found.view.runs for t in r.tips}
         fill_states(source.snapshots, found.view.runs, tips)
         if found.node is not None:
-            _complete_node(source, found.view, found.node)
+            _complete_node(source, compiled_cache, found.view, found.node)
         return found
 
     if health.is_healthy:

@@ -14,7 +14,7 @@ from workrail.core.events import DomainEvent
 from workrail.core.lifecycle import SessionLifecycle
 from workrail.core.snapshot import ExecutionSnapshot, StepInstance
 from workrail.engine.catalog import CatalogEntry
-from workrail.engine.compiled import CompiledCache
+from workrail.engine.compiled import CompiledCache, as_result
 from workrail.engine.context import validate_context
 from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError, error, workflow_unavailable
@@ -124,7 +124,7 @@ def pin_and_compile(
     stored = deps.pinned.put(pinned.to_json())
     if isinstance(stored, Failure):
         return Failure(from_store(stored.failure(), "start"))
-    return compiled_cache.get(deps, stored.unwrap())
+    return as_result(compiled_cache.of_pinned(stored.unwrap(), pinned), stored.unwrap())
 
 
 @dataclass(frozen=True)

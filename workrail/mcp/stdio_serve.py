@@ -114,7 +114,9 @@ def serve_stdio_early(
     another key; without `config` the loading starts at once."""
 
     def serve() -> None:
-        remaking = anyio.run(_serve, _Loading(open_engine, open_fence), config, on_ready)
+        # Plain asyncio: anyio's asyncio backend (tens of ms to import) loads on the
+        # loading thread with the SDK, which runs on this same loop.
+        remaking = asyncio.run(_serve(_Loading(open_engine, open_fence), config, on_ready))
         if remaking is not None:
             # A client that only listed and left still leaves a catalogue behind.
             remaking.join(CATALOGUE_WAIT_S)
@@ -365,9 +367,10 @@ class _Loading:
             fence = self._open_fence()
             from workrail.mcp.stdio_build import build_stdio_server
 
-            self._future.set_result(
-                (build_stdio_server(engine, fence, offers_content=offers_content), engine)
-            )
+            server = build_stdio_server(engine, fence, offers_content=offers_content)
+            import anyio._backends._asyncio  # noqa: F401 (what serving it runs on)
+
+            self._future.set_result((server, engine))
         except BaseException as exc:
             self._future.set_exception(exc)
 

@@ -4,9 +4,10 @@ An MCP client spawns the server, waits for its answer to `initialize`, then asks
 `tools/list` (and often `prompts/list`); importing the SDK and opening the engine take
 most of that wait. So on WorkRail's own transport the start-up goes:
 
-1. from the start, a thread opens the engine, decides whether prompts and resources are
-   offered (workrail.mcp.content), loads what a first tool call needs, then opens the
-   fence, imports the SDK and builds the server;
+1. a thread opens the engine, decides whether prompts and resources are offered
+   (workrail.mcp.content), loads what a first tool call needs, then opens the fence,
+   imports the SDK and builds the server — from the start when there is no MCP
+   catalogue, else once `initialize` is answered (the two share one interpreter lock);
 2. meanwhile the wire is taken over and the first frame read; when it is a plain
    `initialize`, the answer is written from workrail.mcp.handshake (the SDK's bytes,
    tested so) — at once when the MCP catalogue says a workflow can be started, else once
@@ -106,13 +107,16 @@ def serve_stdio_early(
     on_ready: Callable[[], None] | None = None,
 ) -> int:
     """WorkRail's transport, with the engine and the fence opened on the loading thread
-    beside the SDK's import, from the start (the fence once a first tool call can be
-    answered: only the SDK's server serves it). With `config`, the requests
-    the MCP catalogue holds are answered from it until the server is built, and the
-    catalogue is made again after start-up when it was made under another key."""
+    beside the SDK's import (the fence once a first tool call can be answered: only the
+    SDK's server serves it). With `config`, the requests the MCP catalogue holds are
+    answered from it until the server is built (the loading starts once `initialize` is
+    answered), and the catalogue is made again after start-up when it was made under
+    another key; without `config` the loading starts at once."""
 
     def serve() -> None:
-        remaking = anyio.run(_serve, _Loading(open_engine, open_fence), config, on_ready)
+        # Plain asyncio: anyio's asyncio backend (tens of ms to import) loads on the
+        # loading thread with the SDK, which runs on this same loop.
+        remaking = asyncio.run(_serve(_Loading(open_engine, open_fence), config, on_ready))
         if remaking is not None:
             # A client that only listed and left still leaves a catalogue behind.
             remaking.join(CATALOGUE_WAIT_S)
@@ -151,7 +155,8 @@ async def _serve(
     # While the loading thread imports, hand the interpreter lock over quickly when the
     # client is answered from here: these answers are what the client waits for.
     sys.setswitchinterval(LOADING_SWITCH_INTERVAL_S)
-    loading.start()
+    if config is None:
+        loading.start()
     try:
         wire = await open_stdio_wire()
     except BaseException:
@@ -163,6 +168,8 @@ async def _serve(
         if config is not None:
             key = situation_key(config)
             catalogue = load_catalogue(config, key)
+        if catalogue is None:
+            loading.start()  # the SDK answers the catalogue's requests: load it at once
         answered = await _answer_early(wire, loading, catalogue)
         server, engine = await loading.server()
     except BaseException:
@@ -218,6 +225,8 @@ async def _answer_early(
             if answered is None:
                 return None  # not a plain initialize: the SDK answers everything
             await wire.writer.line(answered[1])
+            # Only now: till `initialize` was answered the interpreter was the answer's.
+            loading.start()
             if catalogue is None:
                 return answered
             revision = json.loads(answered[1])["result"]["protocolVersion"]
@@ -294,6 +303,7 @@ class _Loading:
 
     async def content(self) -> bool:
         """Whether prompts and resources are offered, once the engine is open."""
+        self.start()
         try:
             return await asyncio.wrap_future(self._content)
         except BaseException:
@@ -302,6 +312,7 @@ class _Loading:
 
     async def calls(self) -> Calls:
         """The engine's tools, by name, once the engine is open and they are loaded."""
+        self.start()
         try:
             return await asyncio.wrap_future(self._calls)
         except BaseException:
@@ -356,9 +367,10 @@ class _Loading:
             fence = self._open_fence()
             from workrail.mcp.stdio_build import build_stdio_server
 
-            self._future.set_result(
-                (build_stdio_server(engine, fence, offers_content=offers_content), engine)
-            )
+            server = build_stdio_server(engine, fence, offers_content=offers_content)
+            import anyio._backends._asyncio  # noqa: F401 (what serving it runs on)
+
+            self._future.set_result((server, engine))
         except BaseException as exc:
             self._future.set_exception(exc)
 

@@ -12,6 +12,7 @@ from workrail.core import dedupe, summary_facts
 from workrail.core.events import DomainEvent
 from workrail.core.health import HEALTHY
 from workrail.core.lifecycle import SessionLifecycle
+from workrail.core.snapshot import StepInstance, running_snapshot
 from workrail.core.summary import PROJECTION_VERSION, SessionSummary
 from workrail.core.summary_accumulator import summarize
 from workrail.core.summary_facts import SessionFacts, TipState, WorkflowFacts, needs, replay
@@ -219,6 +220,45 @@ def test_tip_states_and_workflow_facts_are_read_leniently() -> None:
     assert facts is not None
     assert dict(facts.step_titles) == {"a": "A", "b": "B", "c": "c"}
     assert summary_facts.workflow_facts_of({"definition": "no"}) is None
+
+
+def _running(completed: list[str], pending: str | None = "next") -> dict[str, Any]:
+    step = None if pending is None else StepInstance(step_id=pending, loop_path=[])
+    return running_snapshot(completed, [], step).to_json()
+
+
+PARENT_KEYS = ["a", "b", "loop@1::c"]
+PLAIN_KEYS = ["a", "b", "c"]
+
+
+@pytest.mark.parametrize(
+    ("parent", "completed"),
+    [
+        (PLAIN_KEYS, [*PLAIN_KEYS, "d"]),  # an advance: one key more
+        (PLAIN_KEYS, ["a", "d"]),  # another branch: keys dropped and added
+        (PLAIN_KEYS, [*PLAIN_KEYS, "loop@2::d"]),  # the first key in a loop
+        (PARENT_KEYS, [*PARENT_KEYS, "d"]),  # a loop key kept from the parent
+        (PARENT_KEYS, ["a", "b", "d"]),  # the loop key dropped
+        (PLAIN_KEYS, [*PLAIN_KEYS, "Bad Key"]),  # a new key is checked: invalid
+        (PLAIN_KEYS, [*PLAIN_KEYS, ""]),
+        (PLAIN_KEYS, ["a", "next"]),  # the pending step already completed: invalid
+        ([], ["a"]),
+    ],
+)
+def test_a_tip_state_read_beside_its_parents_equals_one_read_alone(
+    parent: list[str], completed: list[str]
+) -> None:
+    """The parent's keys are not checked again, yet the state is the snapshot's alone."""
+    like = summary_facts.tip_state_of(_running(parent))
+    raw = _running(PLAIN_KEYS)  # a valid snapshot, then its keys replaced unchecked
+    raw["enginePayload"]["engineState"]["completed"]["values"] = completed
+    alone = summary_facts.tip_state_of(raw)
+    beside = summary_facts.tip_state_of(raw, like)
+    assert beside == alone
+    assert beside.completed_keys == alone.completed_keys
+    if alone.kind == "running":
+        assert alone.completed_keys == frozenset(completed)
+        assert alone.completed_step_ids == frozenset(k.rsplit("::", 1)[-1] for k in completed)
 
 
 @pytest.mark.parametrize(

@@ -105,3 +105,26 @@ def test_running_snapshot_sorts_and_omits_nothing_required() -> None:
         "step": {"stepId": "y", "loopPath": [{"loopId": "x", "iteration": 3}]},
     }
     assert parse_snapshot(snap.to_json()).unwrap() == snap
+
+
+@given(
+    st.lists(st.from_regex(r"[a-z0-9_-]{1,8}", fullmatch=True), max_size=40),
+    st.booleans(),
+)
+def test_to_json_is_the_models_own_dump_with_the_keys_copied(
+    keys: list[str], in_loop: bool
+) -> None:
+    """The completed keys are copied into the JSON as one list, not dumped key by key:
+    the JSON (so the bytes and the ref) is what the model dumps, and changing it never
+    changes the snapshot."""
+    path = [LoopPathFrame(loop_id="each", iteration=1)] if in_loop else []
+    frames = [LoopFrame(loop_id="each", iteration=1, body_index=0)] if in_loop else []
+    done = [step_instance_key(k, path) for k in keys]
+    snapshot = running_snapshot(done, frames, StepInstance(step_id="next", loop_path=path))
+    dumped = snapshot.to_json()
+    assert dumped == snapshot.model_dump(mode="json", by_alias=True, exclude_none=True)
+    assert list(dumped["enginePayload"]["engineState"]["completed"]) == ["kind", "values"]
+    dumped["enginePayload"]["engineState"]["completed"]["values"].append("changed")
+    assert (
+        "changed" not in snapshot.to_json()["enginePayload"]["engineState"]["completed"]["values"]
+    )

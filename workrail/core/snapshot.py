@@ -8,7 +8,7 @@ reference's read-time invariants so a malformed snapshot is rejected on load.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import (
     Field,
@@ -231,8 +231,17 @@ class ExecutionSnapshot(CamelWire):
         return self.engine_payload.engine_state
 
     def to_json(self) -> dict[str, Any]:
-        """The wire/disk JSON: camelCase, optional fields omitted (never `null`)."""
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+        """The wire/disk JSON: camelCase, optional fields omitted (never `null`). The
+        completed keys (one per step done, so O(session)) are validated strings already:
+        copied as one list, not serialised one by one at every advance."""
+        state = self.state
+        if not isinstance(state, RunningState | BlockedState):
+            return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+        dumped = self.model_dump(
+            mode="json", by_alias=True, exclude_none=True, exclude=_WITHOUT_COMPLETED_VALUES
+        )
+        dumped["enginePayload"]["engineState"]["completed"]["values"] = list(state.completed.values)
+        return dumped
 
     def canonical_bytes(self) -> bytes:
         return canonical_bytes(self.to_json())
@@ -240,6 +249,9 @@ class ExecutionSnapshot(CamelWire):
     def snapshot_ref(self) -> str:
         """`sha256:<hex>` of the JCS bytes — the CAS key of this snapshot."""
         return canonical_digest(self.to_json())
+
+
+_WITHOUT_COMPLETED_VALUES: Final = {"engine_payload": {"engine_state": {"completed": {"values"}}}}
 
 
 def snapshot_of(

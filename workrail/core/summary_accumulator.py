@@ -248,24 +248,10 @@ class SummaryAccumulator:
         if cap != window.cap:
             return False
         old_tip = window.tip
-        fresh: list[str] = []  # nodes below the old tip (or the branch point), down to `tip`
-        left: list[str] = []  # nodes of the old path below the branch point
-        if tip != old_tip:
-            up = _walk_up(index, tip, GROWTH_WALK + 1)
-            if old_tip in up:
-                fresh = up[: up.index(old_tip)]
-            else:
-                # Another branch near the old tip (a checkpoint beside an earlier one): the
-                # window still holds when the nodes it leaves carried no output at all.
-                position = {node_id: n for n, node_id in enumerate(up)}
-                below = _walk_up(index, old_tip, GROWTH_WALK + 1)
-                fork = next((n for n, node_id in enumerate(below) if node_id in position), None)
-                if fork is None:
-                    return False
-                left = below[:fork]
-                if any(index.outputs.get(node_id) for node_id in left):
-                    return False
-                fresh = up[: position[below[fork]]]
+        moved = _moved(index, old_tip, tip)
+        if moved is None:
+            return False
+        fresh, left = moved
         for node_id, supersedes in self.outputs[window.seen :]:
             if node_id == old_tip:
                 if supersedes:
@@ -317,6 +303,32 @@ class SummaryAccumulator:
         for found in reversed(newest_first):
             window.push(found)
         return window
+
+
+def _moved(index: SessionIndex, old_tip: str, tip: str) -> tuple[list[str], list[str]] | None:
+    """How the path changed from `old_tip` to `tip`: the nodes below the old tip (or the
+    branch point) down to `tip`, and those of the old path below the branch point; None
+    when the branch point is not near. An advance's new tip is a child of the old one,
+    answered without a walk (the index never makes a cycle: a parent is created first)."""
+    if tip == old_tip:
+        return [], []
+    node = index.nodes.get(tip)
+    if node is not None and node.data.parentNodeId == old_tip:
+        return [tip], []
+    up = _walk_up(index, tip, GROWTH_WALK + 1)
+    if old_tip in up:
+        return up[: up.index(old_tip)], []
+    # Another branch near the old tip (a checkpoint beside an earlier one): the window
+    # still holds when the nodes it leaves carried no output at all.
+    position = {node_id: n for n, node_id in enumerate(up)}
+    below = _walk_up(index, old_tip, GROWTH_WALK + 1)
+    fork = next((n for n, node_id in enumerate(below) if node_id in position), None)
+    if fork is None:
+        return None
+    left = below[:fork]
+    if any(index.outputs.get(node_id) for node_id in left):
+        return None
+    return up[: position[below[fork]]], left
 
 
 def _walk_up(index: SessionIndex, node_id: str, limit: int) -> list[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final, Literal
 
@@ -31,13 +31,18 @@ class TipState:
     kind: TipKind
     pending_step_id: str | None = None
     completed_step_ids: frozenset[str] = frozenset()
+    completed_keys: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
+    """The snapshot's completed StepInstanceKeys, checked (the step ids' set itself when
+    no key is in a loop): a tip that holds them too checks only the keys it adds."""
 
 
-def tip_state_of(snapshot: Mapping[str, Any] | None) -> TipState:
+def tip_state_of(snapshot: Mapping[str, Any] | None, like: TipState | None = None) -> TipState:
     """What a summary shows of a snapshot. Everything but the completed keys is validated
     as `parse_snapshot` would; the keys (one per completed step, so O(session)) are checked
     at C speed for type and alphabet only, since a summary counts them and the engine
-    checks their order whenever it loads the snapshot to act on it."""
+    checks their order whenever it loads the snapshot to act on it. `like` is a state
+    read before (the parent tip's, one step behind): the keys it holds were checked then,
+    so an advance checks the one key it added, not every key again."""
     if snapshot is None:
         return TipState("missing")
     state = _state_of(snapshot)
@@ -56,14 +61,15 @@ def tip_state_of(snapshot: Mapping[str, Any] | None) -> TipState:
         return TipState("complete")
     if isinstance(parsed_state, RunningState | BlockedState):
         keys: list[str] = values if values is not None else list(parsed_state.completed.values)
-        done = _completed_steps(keys)
+        done = _completed_steps(keys, like)
         if done is None:
             return TipState("invalid")
         pending = parsed_state.pending_step
         if pending is not None and pending.key in done.keys:
             return TipState("invalid")
         kind: TipKind = "blocked" if isinstance(parsed_state, BlockedState) else "running"
-        return TipState(kind, None if pending is None else pending.step_id, done.step_ids)
+        step_id = None if pending is None else pending.step_id
+        return TipState(kind, step_id, done.step_ids, done.keys)
     return TipState("init")
 
 
@@ -86,20 +92,32 @@ class _Completed:
 _KEYS_RE: Final = re.compile(r"(?:[a-z0-9_@/:-]+\n)*")
 
 
-def _completed_steps(values: list[Any]) -> _Completed | None:
-    """The completed keys and their step ids, or None when a key is not a valid key."""
+def _completed_steps(values: list[Any], like: TipState | None) -> _Completed | None:
+    """The completed keys and their step ids, or None when a key is not a valid key; the
+    keys `like` holds are known valid."""
     try:
-        joined = "\n".join(values)
+        keys = frozenset(values)
     except TypeError:
         return None
-    if values and (
-        joined.count("\n") != len(values) - 1 or _KEYS_RE.fullmatch(joined + "\n") is None
+    known = like.completed_keys if like is not None else frozenset()
+    fresh = keys - known if known else keys
+    try:
+        joined = "\n".join(fresh)
+    except TypeError:
+        return None
+    if fresh and (
+        joined.count("\n") != len(fresh) - 1 or _KEYS_RE.fullmatch(joined + "\n") is None
     ):
         return None
-    keys = frozenset(values)
-    if "::" not in joined:
+    if "::" not in joined and (like is None or _plain(like)):
         return _Completed(keys, keys)
-    return _Completed(keys, frozenset(key.rsplit("::", 1)[-1] for key in values))
+    return _Completed(keys, frozenset(key.rsplit("::", 1)[-1] for key in keys))
+
+
+def _plain(state: TipState) -> bool:
+    """No completed key of `state` is in a loop (each key is its step id)."""
+    ids, keys = state.completed_step_ids, state.completed_keys
+    return ids is keys or ids == keys
 
 
 @dataclass(frozen=True)
@@ -108,6 +126,12 @@ class WorkflowFacts:
 
     name: str
     step_titles: Mapping[str, str]
+    step_ids: frozenset[str] = field(init=False, compare=False, repr=False)
+    """The titled step ids as a set, made once per workflow: a summary counts the steps
+    done against it at each append."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "step_ids", frozenset(self.step_titles))
 
 
 def workflow_facts_of(envelope: Mapping[str, Any] | None) -> WorkflowFacts | None:
@@ -141,11 +165,15 @@ class Needs:
 
     snapshot_refs: frozenset[str]
     workflow_hashes: frozenset[str]
+    parents: Mapping[str, str] = field(default_factory=dict)
+    """A tip snapshot's ref → its node's parent's snapshot ref (the `like` of
+    `tip_state_of`: a step behind, it holds all but the keys the advance added)."""
 
 
 def needs(index: SessionIndex) -> Needs:
     refs: set[str] = set()
     hashes: set[str] = set()
+    parents: dict[str, str] = {}
     for run_id, run in index.runs.items():
         hashes.add(run.started.data.workflowHash)
         try:
@@ -153,8 +181,12 @@ def needs(index: SessionIndex) -> Needs:
         except ProjectionError:
             tip = None
         if tip is not None:
-            refs.add(index.nodes[tip].data.snapshotRef)
-    return Needs(frozenset(refs), frozenset(hashes))
+            data = index.nodes[tip].data
+            refs.add(data.snapshotRef)
+            parent = None if data.parentNodeId is None else index.nodes.get(data.parentNodeId)
+            if parent is not None:
+                parents[data.snapshotRef] = parent.data.snapshotRef
+    return Needs(frozenset(refs), frozenset(hashes), parents)
 
 
 @dataclass(frozen=True)

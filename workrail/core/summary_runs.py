@@ -100,8 +100,9 @@ def run_summary(
     known = len(known_titles)
     if state.kind == "complete":
         done = known
-    elif known:
-        done = len(state.completed_step_ids & known_titles.keys())
+    elif workflow is not None and known:
+        ids, titled = state.completed_step_ids, workflow.step_ids
+        done = len(ids) if ids <= titled else len(ids & titled)
     else:
         done = len(state.completed_step_ids)
     pending = state.pending_step_id

@@ -51,8 +51,10 @@ holding all the steps done before it) must not fill memory, 8,192 short ones fit
 
 
 def tip_weight(tip: TipState) -> int:
-    """A tip state's weight in the tip cache: itself and each completed step it holds."""
-    return 1 + len(tip.completed_step_ids)
+    """A tip state's weight in the tip cache: itself and each completed step it holds
+    (twice over when its keys are in loops: then the keys and step ids are two sets)."""
+    ids, keys = tip.completed_step_ids, tip.completed_keys
+    return 1 + len(ids) + (0 if keys is ids else len(keys))
 
 
 class SummarySource:
@@ -100,7 +102,8 @@ class SummaryProjector:
         if index is not None:
             wanted = needs(index)
             for ref in wanted.snapshot_refs:
-                tips[ref] = self._tip(ref, snapshots or self._snapshots)
+                like = wanted.parents.get(ref)
+                tips[ref] = self._tip(ref, snapshots or self._snapshots, like)
             for workflow_hash in wanted.workflow_hashes:
                 facts = self._workflow(workflow_hash, pinned or self._pinned)
                 if facts is not None:
@@ -179,14 +182,17 @@ class SummaryProjector:
         )
         return Success(summarize(facts))
 
-    def _tip(self, ref: str, snapshots: ContentReader) -> TipState:
+    def _tip(self, ref: str, snapshots: ContentReader, parent_ref: str | None) -> TipState:
+        """The tip state of `ref`, read once; the parent tip's state, when still kept,
+        spares checking again the completed keys the two share."""
         cached = self._tips.get(ref)
         if cached is not None:
             return cached
         loaded = snapshots.get(ref)
         if isinstance(loaded, Failure):
             return TipState("invalid")  # not cached: it may be readable next time
-        state = tip_state_of(loaded.unwrap())
+        like = None if parent_ref is None else self._tips.get(parent_ref)
+        state = tip_state_of(loaded.unwrap(), like)
         if state.kind != "missing":
             self._tips.put(ref, state, tip_weight(state))
         return state

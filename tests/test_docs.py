@@ -197,8 +197,8 @@ def test_the_dotted_workflow_id_the_docs_show_is_one_the_tools_accept() -> None:
 
 def test_the_readme_gives_one_start_up_figure() -> None:
     readme = _text("README.md")
-    prose = re.search(r"answers `initialize` within .*?\((\d+) ms median", readme, re.S)
-    table = re.search(r"spawn → `initialize` over stdio .*?\| (\d+) ms median", readme)
+    prose = re.search(r"answers `initialize`.*?\((\d+) ms median to `tools/list`", readme, re.S)
+    table = re.search(r"spawn → `tools/list` answered .*?\| (\d+) ms median", readme)
     assert prose is not None
     assert table is not None
     assert prose.group(1) == table.group(1), "the prose and the Performance table disagree"

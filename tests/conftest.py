@@ -42,7 +42,7 @@ def reference_data(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def postgres_cluster() -> Iterator[PostgresCluster]:
     """One throwaway PostgreSQL for the whole run (tests keep apart by database or id)."""
-    cluster = start_cluster()
+    cluster = start_cluster(in_memory=True)
     try:
         yield cluster
     finally:
@@ -58,7 +58,7 @@ def postgres_url(postgres_cluster: PostgresCluster) -> str:
 @pytest.fixture
 def own_postgres() -> Iterator[PostgresCluster]:
     """A cluster of the test's own, for tests that stop or restart the server."""
-    cluster = start_cluster()
+    cluster = start_cluster(in_memory=True)
     try:
         yield cluster
     finally:

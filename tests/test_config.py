@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from workrail.config import Overrides, load_config
+from workrail.config import HttpLimits, Overrides, load_config
 from workrail.core.urls import redact_url
 
 PACKAGE = Path(__file__).resolve().parents[1] / "workrail"
@@ -42,6 +42,15 @@ def test_flags_beat_the_environment_and_relative_paths_follow_the_working_direct
     assert only_env.log.level == "INFO"
 
 
+def test_the_http_limits_default_and_two_of_them_can_be_set() -> None:
+    defaults = load_config({}, home=HOME, cwd=CWD).unwrap().http
+    assert defaults == HttpLimits()
+    assert (defaults.head_timeout_s, defaults.max_sessions) == (10.0, 512)
+    env = {"WORKRAIL_HTTP_HEAD_TIMEOUT_S": " 2.5 ", "WORKRAIL_HTTP_MAX_SESSIONS": "8"}
+    limits = load_config(env, home=HOME, cwd=CWD).unwrap().http
+    assert limits == HttpLimits(head_timeout_s=2.5, max_sessions=8)
+
+
 @pytest.mark.parametrize(
     ("env", "flags", "setting"),
     [
@@ -50,6 +59,11 @@ def test_flags_beat_the_environment_and_relative_paths_follow_the_working_direct
         ({"WORKRAIL_LOG_LEVEL": "chatty"}, Overrides(), "WORKRAIL_LOG_LEVEL"),
         ({"WORKRAIL_FENCE_URL": "ftp://x"}, Overrides(), "WORKRAIL_FENCE_URL"),
         ({"WORKRAIL_FENCE_CLIENT_RPM": "-1"}, Overrides(), "fence rate limit"),
+        ({"WORKRAIL_HTTP_HEAD_TIMEOUT_S": "0"}, Overrides(), "WORKRAIL_HTTP_HEAD_TIMEOUT_S"),
+        ({"WORKRAIL_HTTP_HEAD_TIMEOUT_S": "soon"}, Overrides(), "WORKRAIL_HTTP_HEAD_TIMEOUT_S"),
+        ({"WORKRAIL_HTTP_HEAD_TIMEOUT_S": "nan"}, Overrides(), "WORKRAIL_HTTP_HEAD_TIMEOUT_S"),
+        ({"WORKRAIL_HTTP_MAX_SESSIONS": "0"}, Overrides(), "WORKRAIL_HTTP_MAX_SESSIONS"),
+        ({"WORKRAIL_HTTP_MAX_SESSIONS": "-5"}, Overrides(), "WORKRAIL_HTTP_MAX_SESSIONS"),
     ],
 )
 def test_a_bad_setting_is_named(env: dict[str, str], flags: Overrides, setting: str) -> None:

@@ -25,6 +25,8 @@ STORE_URL_ENV: Final = "WORKRAIL_STORE_URL"
 LOG_LEVEL_ENV: Final = "WORKRAIL_LOG_LEVEL"
 FENCE_URL_ENV: Final = "WORKRAIL_FENCE_URL"
 INSECURE_KEYS_ENV: Final = "WORKRAIL_ALLOW_INSECURE_KEYS"
+HEAD_TIMEOUT_ENV: Final = "WORKRAIL_HTTP_HEAD_TIMEOUT_S"
+MAX_SESSIONS_ENV: Final = "WORKRAIL_HTTP_MAX_SESSIONS"
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 DEFAULT_LOG_LEVEL: Final = "WARNING"
 POSTGRES_SCHEMES: Final = ("postgresql://", "postgres://")
@@ -61,6 +63,26 @@ class FenceSettings:
 
 
 @dataclass(frozen=True)
+class HttpLimits:
+    """What the HTTP servers (`serve`, `mcp --http`, `console`) allow each connection and
+    MCP session; workrail.mcp.http_guard says why each limit is what it is."""
+
+    head_timeout_s: float = 10.0
+    """A connection must deliver a complete request head within this long of connecting
+    (and of its previous response), or it is closed."""
+    keep_alive_s: int = 5
+    max_connections: int = 256
+    """Connections at a time; 503 beyond."""
+    session_idle_s: float = 300.0
+    """An abandoned Streamable HTTP session is dropped after this long idle."""
+    max_sessions: int = 512
+    """Streamable HTTP sessions at a time; at the cap the least recently used idle one
+    makes room for a new client."""
+    in_flight_grace_s: int = 30
+    """How long a stopping server waits for requests in flight (each is answered)."""
+
+
+@dataclass(frozen=True)
 class WorkrailConfig:
     data_dir: Path
     """Files backend root; also home of the fence's SQLite database and key."""
@@ -69,6 +91,7 @@ class WorkrailConfig:
     discovery: DiscoveryConfig
     fence: FenceSettings
     log: LogSettings
+    http: HttpLimits = field(default_factory=HttpLimits)
     allow_insecure_keys: bool = False
     """Use a keyring or fence key that others own or can access, with a logged warning,
     instead of refusing to start (for shared or unusual file systems only)."""
@@ -151,6 +174,9 @@ def load_config(
     insecure = _allow_insecure_keys(env)
     if isinstance(insecure, ConfigError):
         return Failure(insecure)
+    http = _http_limits(env)
+    if isinstance(http, ConfigError):
+        return Failure(http)
 
     discovery = DiscoveryConfig(
         home=home,
@@ -167,6 +193,7 @@ def load_config(
             discovery=discovery,
             fence=fence,
             log=log,
+            http=http,
             allow_insecure_keys=insecure,
         )
     )
@@ -203,6 +230,22 @@ def _allow_insecure_keys(env: Mapping[str, str]) -> bool | ConfigError:
     if insecure not in ("", "0", "false", "no", "1", "true", "yes"):
         return ConfigError(INSECURE_KEYS_ENV, "must be true or false")
     return insecure in ("1", "true", "yes")
+
+
+def _http_limits(env: Mapping[str, str]) -> HttpLimits | ConfigError:
+    defaults = HttpLimits()
+    head = env.get(HEAD_TIMEOUT_ENV, "").strip()
+    try:
+        head_timeout_s = float(head) if head else defaults.head_timeout_s
+    except ValueError:
+        head_timeout_s = -1.0
+    if not 0 < head_timeout_s <= 3600:
+        return ConfigError(HEAD_TIMEOUT_ENV, f"must be seconds between 0 and 3600, got {head!r}")
+    cap = env.get(MAX_SESSIONS_ENV, "").strip()
+    if cap and (not cap.isdigit() or int(cap) < 1):
+        return ConfigError(MAX_SESSIONS_ENV, f"must be a whole number >= 1, got {cap!r}")
+    max_sessions = int(cap) if cap else defaults.max_sessions
+    return HttpLimits(head_timeout_s=head_timeout_s, max_sessions=max_sessions)
 
 
 def _store_url(flag: str | None, env: Mapping[str, str]) -> str | None | ConfigError:

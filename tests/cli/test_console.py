@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -17,18 +18,25 @@ from pathlib import Path
 import pytest
 
 from tests.mcp.servers import ROOT, closed_by_server, reap, server_env
-from workrail.mcp.http_guard import HEAD_TIMEOUT_S
+from workrail.config import HEAD_TIMEOUT_ENV
+
+HEAD_TIMEOUT_S = 1.0
+"""The request-head deadline of the console started for the silent connections (10 s by
+default): its sockets must close after it, well before the default would close them."""
 
 
-def _spawn(data_dir: Path, *args: str) -> subprocess.Popen[str]:
-    return _workrail(data_dir, "console", *args)
+def _spawn(data_dir: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return _workrail(data_dir, "console", *args, env=env)
 
 
-def _workrail(data_dir: Path, *args: str) -> subprocess.Popen[str]:
-    """`python -m workrail ARGS`, stdout and stderr piped as text."""
+def _workrail(
+    data_dir: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
+    """`python -m workrail ARGS`, stdout and stderr piped as text; `env` is added to the
+    servers' usual environment."""
     return subprocess.Popen(
         [sys.executable, "-m", "workrail", *args],
-        env=server_env(data_dir),
+        env={**server_env(data_dir), **(env or {})},
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -60,8 +68,10 @@ def test_console_prints_its_url_serves_and_stops(data_dir: Path) -> None:
     assert "Traceback" not in errors
 
 
-def _spawn_ready(data_dir: Path) -> tuple[subprocess.Popen[str], int]:
-    proc = _spawn(data_dir, "--port", "0")
+def _spawn_ready(
+    data_dir: Path, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], int]:
+    proc = _spawn(data_dir, "--port", "0", env=env)
     assert proc.stdout is not None
     proc.stdout.readline()
     url = proc.stdout.readline().strip()
@@ -74,12 +84,14 @@ def _spawn_ready(data_dir: Path) -> tuple[subprocess.Popen[str], int]:
 @pytest.mark.slow
 def test_silent_connections_are_closed_like_serves(data_dir: Path) -> None:
     """The same connection guards as `serve` (http_guard): a socket that never sends a
-    request head is closed after HEAD_TIMEOUT_S instead of being held forever."""
-    proc, port = _spawn_ready(data_dir)
+    request head is closed after the head deadline instead of being held forever."""
+    proc, port = _spawn_ready(data_dir, {HEAD_TIMEOUT_ENV: str(HEAD_TIMEOUT_S)})
+    started = time.monotonic()
     silent = [socket.create_connection(("127.0.0.1", port)) for _ in range(5)]
     try:
         for sock in silent:
-            assert closed_by_server(sock, HEAD_TIMEOUT_S + 10)
+            assert closed_by_server(sock, HEAD_TIMEOUT_S + 8)
+        assert HEAD_TIMEOUT_S <= time.monotonic() - started < HEAD_TIMEOUT_S + 8
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as reply:
             assert reply.status == 200, "and it still serves whoever behaves"
     finally:

@@ -148,7 +148,7 @@ def start_console(
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
     port = sock.getsockname()[1]
-    server = uvicorn.Server(server_config(app))  # what `workrail console` serves with
+    server = uvicorn.Server(server_config(app, config.http))  # what `workrail console` serves with
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     running = RunningConsole(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
-from typing import NoReturn
+from typing import Final, NoReturn
 
 from filelock import FileLock
 
@@ -35,19 +35,26 @@ def node_binary(service: str) -> Path:
     return home / "bin" / "node"
 
 
+INSTALLED: Final = ".installed"
+"""Written into the cache once npm has finished: the package's own files appear while npm
+is still unpacking, so a worker that saw them could start Node on half an install."""
+
+
 def npm_install(service: str, package: str, version: str, cache_name: str) -> Path:
     """The package's directory under `.venv/<cache_name>-<version>/node_modules`,
     installed (exactly `version`, no install scripts) when it is not there yet."""
     node = node_binary(service)
     cache = ROOT / ".venv" / f"{cache_name}-{version}"
     installed = cache / "node_modules" / package
-    if (installed / "package.json").exists():
+    done = cache / INSTALLED
+    if done.exists():
         return installed
     cache.mkdir(parents=True, exist_ok=True)
     # Parallel test workers share the cache: one installs while the others wait for it.
     with FileLock(cache.with_name(cache.name + ".lock")):
-        if not (installed / "package.json").exists():
+        if not done.exists():
             _install(service, node, cache, package, version)
+            done.write_text(f"{package}@{version}\n")
     return installed
 
 

@@ -1,5 +1,8 @@
 """The HTTP server against raw sockets: idle and slow connections are closed, requests in
-flight when SIGTERM arrives are still answered, and the server then exits cleanly."""
+flight when SIGTERM arrives are still answered, and the server then exits cleanly.
+
+The servers run with a short request-head deadline and a small session cap (their
+settings), so the tests wait a second where the defaults would make them wait ten."""
 
 from __future__ import annotations
 
@@ -24,16 +27,26 @@ from tests.mcp.servers import (
     server_env,
     wait_until_accepting,
 )
-from workrail.mcp.http_guard import HEAD_TIMEOUT_S
+from workrail.config import HEAD_TIMEOUT_ENV, MAX_SESSIONS_ENV, HttpLimits, load_config
 
 BODY = json.dumps(INITIALIZE).encode()
+HEAD_TIMEOUT_S = 1.0
+"""The request-head deadline of the servers started here (the default is 10 s)."""
+LATE_S = 8.0
+"""How long after its deadline a connection may still be closed: room for a loaded machine,
+yet the sum stays below the default deadline, so a server that ignored its setting fails."""
+SESSION_CAP = 8
+"""The session cap of the servers started here (the default is 512)."""
 
 
-def _start(data_dir: Path, *, quiet: bool = False) -> tuple[subprocess.Popen[bytes], int]:
-    """`quiet`: warnings only, for tests that make many requests (nobody reads the pipe
-    until the end, and a full one would stall the server)."""
+def _launch(data_dir: Path, *, quiet: bool = False) -> tuple[subprocess.Popen[bytes], int]:
+    """`workrail mcp --http` on a free port, not yet waited for. `quiet`: warnings only,
+    for tests that make many requests (nobody reads the pipe until the end, and a full one
+    would stall the server)."""
     port = free_port()
     env = server_env(data_dir)
+    env[HEAD_TIMEOUT_ENV] = str(HEAD_TIMEOUT_S)
+    env[MAX_SESSIONS_ENV] = str(SESSION_CAP)
     if quiet:
         env["WORKRAIL_LOG_LEVEL"] = "WARNING"
     proc = subprocess.Popen(
@@ -43,6 +56,11 @@ def _start(data_dir: Path, *, quiet: bool = False) -> tuple[subprocess.Popen[byt
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
+    return proc, port
+
+
+def _start(data_dir: Path, *, quiet: bool = False) -> tuple[subprocess.Popen[bytes], int]:
+    proc, port = _launch(data_dir, quiet=quiet)
     wait_until_accepting(proc, port)
     return proc, port
 
@@ -71,14 +89,15 @@ def _head(port: int, *, expect_continue: bool = False) -> bytes:
 @pytest.mark.slow
 def test_silent_and_trickling_connections_are_closed(data_dir: Path) -> None:
     proc, port = _start(data_dir)
+    started = time.monotonic()  # before the server can have armed either deadline
     silent = socket.create_connection(("127.0.0.1", port))
     slow = socket.create_connection(("127.0.0.1", port))
     try:
-        started = time.monotonic()
         head = _head(port)
         sent = 0
-        # a byte every half second: uvicorn alone re-arms its 5 s timer on every byte
-        while time.monotonic() - started < HEAD_TIMEOUT_S + 5 and sent < len(head):
+        # a byte every half second: uvicorn alone re-arms its 5 s timer on every byte, and
+        # the whole head would take over a minute to arrive
+        while time.monotonic() - started < HEAD_TIMEOUT_S + LATE_S and sent < len(head):
             try:
                 slow.send(head[sent : sent + 1])
             except OSError:
@@ -90,9 +109,10 @@ def test_silent_and_trickling_connections_are_closed(data_dir: Path) -> None:
                     break
             except TimeoutError:
                 continue
-        assert closed_by_server(slow, HEAD_TIMEOUT_S + 5)
-        assert time.monotonic() - started < HEAD_TIMEOUT_S + 5
-        assert closed_by_server(silent, 5)
+        assert closed_by_server(slow, HEAD_TIMEOUT_S + LATE_S)
+        assert HEAD_TIMEOUT_S <= time.monotonic() - started < HEAD_TIMEOUT_S + LATE_S
+        assert sent < len(head)
+        assert closed_by_server(silent, LATE_S)
         # and the server still serves whoever behaves
         with socket.create_connection(("127.0.0.1", port), timeout=30) as ok:
             ok.sendall(_head(port) + BODY)
@@ -134,26 +154,37 @@ graceful shutdown bounded at one second (which cancelled it with a 500)."""
 @pytest.mark.slow
 def test_sigterm_answers_a_slow_request_in_flight_every_time(data_dir: Path) -> None:
     """The request is held in flight by withholding its body after `Expect: 100-continue`
-    (the app is reading it when SIGTERM arrives), then completed: it is answered 200, in
-    every one of several runs, and the server exits 0."""
-    for run in range(SIGTERM_RUNS):
-        proc, port = _start(data_dir)
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=60) as sock:
-                sock.sendall(_head(port, expect_continue=True))
-                assert sock.recv(4096).startswith(b"HTTP/1.1 100")
-                os.kill(proc.pid, signal.SIGTERM)
-                time.sleep(BODY_HELD_S)  # a slow client: the request stays in flight
-                sock.sendall(BODY)
-                answer = b""
-                while b"serverInfo" not in answer:
-                    chunk = sock.recv(65536)
-                    assert chunk, f"run {run}: closed before the answer: {answer!r}"
-                    answer += chunk
-                    assert not answer.startswith(b"HTTP/1.1 5"), (run, answer[:200])
-                assert answer.startswith(b"HTTP/1.1 200"), (run, answer[:200])
+    (the app is reading it when SIGTERM arrives), then completed: it is answered 200 by
+    every one of several servers (run side by side, each on its own data directory), and
+    each exits 0."""
+    servers = [_launch(data_dir / f"run{run}") for run in range(SIGTERM_RUNS)]
+    socks: list[socket.socket] = []
+    try:
+        for proc, port in servers:
+            wait_until_accepting(proc, port)
+            socks.append(socket.create_connection(("127.0.0.1", port), timeout=60))
+            socks[-1].sendall(_head(port, expect_continue=True))
+        for sock in socks:
+            assert sock.recv(4096).startswith(b"HTTP/1.1 100")
+        for proc, _ in servers:
+            os.kill(proc.pid, signal.SIGTERM)
+        time.sleep(BODY_HELD_S)  # slow clients: every request stays in flight
+        for run, sock in enumerate(socks):
+            sock.sendall(BODY)
+            answer = b""
+            while b"serverInfo" not in answer:
+                chunk = sock.recv(65536)
+                assert chunk, f"run {run}: closed before the answer: {answer!r}"
+                answer += chunk
+                assert not answer.startswith(b"HTTP/1.1 5"), (run, answer[:200])
+            assert answer.startswith(b"HTTP/1.1 200"), (run, answer[:200])
+            sock.close()
+        for proc, _ in servers:
             assert proc.wait(timeout=60) == 0
-        finally:
+    finally:
+        for sock in socks:
+            sock.close()
+        for proc, _ in servers:
             _stop(proc)
 
 
@@ -204,11 +235,9 @@ def _initialize(conn: http.client.HTTPConnection, port: int) -> tuple[int, str |
 def test_at_the_session_cap_the_least_recently_used_idle_session_makes_room(
     data_dir: Path,
 ) -> None:
-    """512 idle sessions held (a local process can do that): a new client still
-    initializes; the oldest session answers 404 (its client starts again) and a token
-    minted through it still works in the new one."""
-    from workrail.mcp.http_guard import MAX_SESSIONS
-
+    """As many idle sessions held as the cap allows (a local process can hold the default
+    512): a new client still initializes; the oldest session answers 404 (its client
+    starts again) and a token minted through it still works in the new one."""
     proc, port = _start(data_dir, quiet=True)
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     try:
@@ -219,7 +248,7 @@ def test_at_the_session_cap_the_least_recently_used_idle_session_makes_room(
         started = _rpc(conn, port, "tools/call", call, oldest, 2)
         assert started[0] == 200, started
         held = [oldest]
-        for _ in range(MAX_SESSIONS - 1):
+        for _ in range(SESSION_CAP - 1):
             status, session = _initialize(conn, port)
             assert status == 200, status
             held.append(session or "")
@@ -245,15 +274,21 @@ def test_at_the_session_cap_the_least_recently_used_idle_session_makes_room(
 def test_idle_sessions_are_bounded_tightly(engine: object) -> None:
     """The SDK's defaults hold an abandoned session 30 minutes, up to 10,000 of them."""
     from workrail.mcp import build_server
-    from workrail.mcp.http_guard import MAX_SESSIONS, SESSION_IDLE_S
+    from workrail.mcp.http_guard import uvicorn_options
     from workrail.mcp.transport import _mcp_app
 
+    defaults = load_config({}).unwrap().http
+    assert defaults == HttpLimits()
     server = build_server(engine)  # type: ignore[arg-type]
-    _mcp_app(server, "127.0.0.1")
+    _mcp_app(server, "127.0.0.1", defaults)
     manager = server.session_manager
-    assert manager.session_idle_timeout == SESSION_IDLE_S <= 300
-    assert manager.max_sessions == MAX_SESSIONS <= 1000
+    assert manager.session_idle_timeout == defaults.session_idle_s == 300
+    assert manager.max_sessions == defaults.max_sessions == 512
     assert manager.json_response is True
+    options = uvicorn_options(defaults)
+    assert options["http"].head_timeout_s == defaults.head_timeout_s == 10
+    assert options["timeout_keep_alive"] == 5
+    assert options["limit_concurrency"] == 256
 
 
 def test_running_out_of_descriptors_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:

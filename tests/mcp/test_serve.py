@@ -22,6 +22,7 @@ from tests.fence.conftest import free_port
 from tests.fence.helpers import claim, fence_from_env
 from tests.mcp.conftest import error_body, ok
 from tests.mcp.servers import http_subprocess, server_env
+from workrail.config import HttpLimits
 from workrail.fence import FenceService
 from workrail.fence.describe import describe_result
 from workrail.mcp import build_server
@@ -82,7 +83,7 @@ async def test_serve_offers_mcp_and_the_fence_routes_on_one_port(served: str) ->
 
 
 def test_fence_routes_refuse_a_foreign_host_header(data_dir: Path, fence: FenceService) -> None:
-    app = build_http_app(make_engine(data_dir), fence, "127.0.0.1")
+    app = build_http_app(make_engine(data_dir), fence, "127.0.0.1", limits=HttpLimits())
     with TestClient(app, base_url="http://127.0.0.1:8000") as http:
         assert http.get(CHECKPOINT_PATH).status_code == 200
         foreign = http.get(CHECKPOINT_PATH, headers={"Host": "attacker.example:8000"})
@@ -120,7 +121,9 @@ async def test_unreachable_redis_keeps_the_tool_and_answers_dependency_unavailab
 ) -> None:
     fence = fence_from_env(data_dir, {"WORKRAIL_FENCE_URL": f"redis://127.0.0.1:{free_port()}/0"})
     engine = make_engine(data_dir)
-    with TestClient(build_http_app(engine, fence), base_url="http://127.0.0.1:8000") as http:
+    with TestClient(
+        build_http_app(engine, fence, limits=HttpLimits()), base_url="http://127.0.0.1:8000"
+    ) as http:
         down = http.post(CHECKPOINT_PATH, json=claim(), headers={"Idempotency-Key": "down-0001"})
         assert down.status_code == 503
         assert down.json()["error"]["code"] == "DEPENDENCY_UNAVAILABLE"

@@ -20,6 +20,7 @@ from workrail import __version__
 from workrail.app import build_console
 from workrail.cli.context import Cli, add_command, port_number
 from workrail.cli.listen import bind_listener, bind_problem
+from workrail.config import HttpLimits
 from workrail.console.security import (
     LOOPBACK_NAMES,
     SECRET_PARAM,
@@ -46,16 +47,17 @@ class _ConsoleServer(uvicorn.Server):
         super().handle_exit(sig, frame)
 
 
-def server_config(app: Any) -> uvicorn.Config:
+def server_config(app: Any, limits: HttpLimits) -> uvicorn.Config:
     """uvicorn for the console with the connection hygiene `serve` has (http_guard): a
-    request head must arrive within seconds of connecting, and connections are capped."""
+    request head must arrive within `limits.head_timeout_s` of connecting, and connections
+    are capped."""
     return uvicorn.Config(
         app,
         log_config=None,
         log_level="warning",
         lifespan="off",
         timeout_graceful_shutdown=2,
-        **uvicorn_options(),
+        **uvicorn_options(limits),
     )
 
 
@@ -102,7 +104,7 @@ def run_console(cli: Cli) -> int:
     if args.open:
         webbrowser.open(url)
     logging.basicConfig(level=logging.WARNING, force=False)
-    server = _ConsoleServer(server_config(app), lambda: stop_live_streams(app))
+    server = _ConsoleServer(server_config(app, cli.config.http), lambda: stop_live_streams(app))
 
     async def serve() -> None:
         asyncio.get_running_loop().set_exception_handler(ExhaustionLogOnce())

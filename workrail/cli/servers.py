@@ -150,7 +150,15 @@ def run_mcp(cli: Cli) -> int:
             )
             from workrail.mcp.transport import serve_http
 
-            code = serve_http(engine, args.host, args.port, fence, on_ready=ready, sock=sock)
+            code = serve_http(
+                engine,
+                args.host,
+                args.port,
+                fence,
+                on_ready=ready,
+                sock=sock,
+                limits=cli.config.http,
+            )
         else:
             ready = _announce(
                 cli,
@@ -229,6 +237,7 @@ def run_serve(cli: Cli) -> int:
             console=console,
             on_stop=None if console is None else lambda: stop_live_streams(console),
             sock=sock,
+            limits=cli.config.http,
         )
     return _stopped(cli, "serve", code)
 

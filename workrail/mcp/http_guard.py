@@ -4,14 +4,15 @@ uvicorn arms its keep-alive timer only after a first chunk of data and re-arms i
 every chunk, so a socket that connects and says nothing, or trickles a request head a
 byte at a time, is held forever: ~1,000 idle loopback sockets once exhausted the file
 descriptors. Here every connection must deliver a complete request head within
-`HEAD_TIMEOUT_S` of connecting (and of finishing its previous response); the server takes
-at most `MAX_CONNECTIONS` connections at a time (503 beyond); running out of descriptors
+`head_timeout_s` of connecting (and of finishing its previous response); the server takes
+at most `max_connections` connections at a time (503 beyond); running out of descriptors
 is logged once, not once per failed accept; and on SIGTERM (or Ctrl-C) every request in
 flight is still answered before the process exits: uvicorn's graceful shutdown waits up to
-`IN_FLIGHT_GRACE_S` for them, and the MCP sessions' notification streams (GET, open for as
-long as a client likes) are closed at the signal, so they cannot hold the process.
+`in_flight_grace_s` for them, and the MCP sessions' notification streams (GET, open for as
+long as a client likes) are closed at the signal, so they cannot hold the process. The
+limits are the configuration's (`workrail.config.HttpLimits`, defaults below).
 
-MCP sessions are capped at `MAX_SESSIONS`; at the cap a new client's `initialize` does
+MCP sessions are capped at `max_sessions`; at the cap a new client's `initialize` does
 not get 503 (which let one local process lock every client out for five minutes): the
 least recently used idle session is dropped instead. Its client gets 404 on its next
 request and initializes again; its tokens carry all workflow state and still work.
@@ -24,21 +25,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-HEAD_TIMEOUT_S: Final = 10.0
-KEEP_ALIVE_S: Final = 5
-MAX_CONNECTIONS: Final = 256
-SESSION_IDLE_S: Final = 300.0
-MAX_SESSIONS: Final = 512
-"""Streamable HTTP sessions: an abandoned one is dropped after five idle minutes (the SDK
-holds one for 30 minutes, up to 10,000 at ~40 KB each). A client whose session expired
-gets 404 and starts a new one; our tokens carry all workflow state, so nothing is lost."""
+from workrail.config import HttpLimits
 
-IN_FLIGHT_GRACE_S: Final = 30
-"""How long a stopping server waits for requests in flight (each is answered)."""
+DEFAULTS: Final = HttpLimits()
+"""Streamable HTTP sessions: an abandoned one is dropped after five idle minutes (the SDK
+holds one for 30 minutes, up to 10,000 at ~40 KB each), at most 512 at a time. A client
+whose session expired gets 404 and starts a new one; our tokens carry all workflow state,
+so nothing is lost. A request head is due within 10 s, and a stopping server waits 30 s
+for the requests in flight."""
 
 log = logging.getLogger("workrail.http")
 
@@ -83,6 +81,8 @@ def close_notification_streams(manager: Any) -> None:
 class GuardedH11Protocol(H11Protocol):
     """h11 with a deadline for each request head (see the module docstring)."""
 
+    head_timeout_s: ClassVar[float] = DEFAULTS.head_timeout_s
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._head_deadline: asyncio.TimerHandle | None = None
@@ -107,7 +107,7 @@ class GuardedH11Protocol(H11Protocol):
 
     def _arm_head_deadline(self) -> None:
         self._disarm_head_deadline()
-        self._head_deadline = self.loop.call_later(HEAD_TIMEOUT_S, self._head_too_slow)
+        self._head_deadline = self.loop.call_later(self.head_timeout_s, self._head_too_slow)
 
     def _disarm_head_deadline(self) -> None:
         if self._head_deadline is not None:
@@ -148,10 +148,15 @@ class ExhaustionLogOnce:
 _EXHAUSTION: Final = frozenset({24, 23, 12, 105})  # EMFILE, ENFILE, ENOMEM, ENOBUFS
 
 
-def uvicorn_options() -> dict[str, Any]:
-    """The uvicorn.Config keywords that apply the limits above."""
+def uvicorn_options(limits: HttpLimits) -> dict[str, Any]:
+    """The uvicorn.Config keywords that apply `limits` to each connection (uvicorn makes
+    its protocol from a class, so the head deadline is a class of its own)."""
+
+    class Guarded(GuardedH11Protocol):
+        head_timeout_s = limits.head_timeout_s
+
     return {
-        "http": GuardedH11Protocol,
-        "timeout_keep_alive": KEEP_ALIVE_S,
-        "limit_concurrency": MAX_CONNECTIONS,
+        "http": Guarded,
+        "timeout_keep_alive": limits.keep_alive_s,
+        "limit_concurrency": limits.max_connections,
     }

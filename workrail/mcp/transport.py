@@ -21,6 +21,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.types import ASGIApp
 
+from workrail.config import HttpLimits
 from workrail.core.errors import envelope
 from workrail.engine.api import Engine
 from workrail.mcp.server import build_server
@@ -76,10 +77,12 @@ def build_http_app(
     fence: FenceService | None = None,
     host: str = "127.0.0.1",
     console: ASGIApp | None = None,
+    *,
+    limits: HttpLimits,
 ) -> Starlette:
     """The MCP Streamable HTTP app at /mcp, plus the fence HTTP routes when `fence` is given
     and the web console at /console when `console` is (it guards itself)."""
-    app = _mcp_app(build_server(engine, fence), host)
+    app = _mcp_app(build_server(engine, fence), host, limits)
     if fence is not None:
         from workrail.mcp.fence_routes import fence_routes
 
@@ -103,17 +106,19 @@ def serve_http(
     console: ASGIApp | None = None,
     on_stop: Callable[[], None] | None = None,
     sock: socket.socket | None = None,
+    limits: HttpLimits,
 ) -> int:
     """Streamable HTTP at http://HOST:PORT/mcp (and the fence routes when `fence_http`).
     Loopback by default; then requests whose Host header is not local are rejected
     (DNS-rebinding protection). `on_ready` runs once the port accepts connections; Ctrl-C
     stops the server within a second even while clients hold streams open. `sock`: a
-    socket already listening on HOST:PORT (the CLI binds first to report a busy port)."""
+    socket already listening on HOST:PORT (the CLI binds first to report a busy port).
+    `limits`: the configuration's connection and session limits."""
     if fence_http:
-        app = build_http_app(engine, fence, host, console)
+        app = build_http_app(engine, fence, host, console, limits=limits)
     else:
-        app = _mcp_app(build_server(engine, fence), host)
-    server = _uvicorn_server(app, host, port, on_ready=on_ready, on_stop=on_stop)
+        app = _mcp_app(build_server(engine, fence), host, limits)
+    server = _uvicorn_server(app, host, port, limits, on_ready=on_ready, on_stop=on_stop)
 
     async def serve() -> None:
         import asyncio
@@ -141,6 +146,7 @@ def _uvicorn_server(
     app: Starlette,
     host: str,
     port: int,
+    limits: HttpLimits,
     *,
     on_ready: Callable[[], None] | None,
     on_stop: Callable[[], None] | None,
@@ -148,11 +154,7 @@ def _uvicorn_server(
     """The uvicorn server for `app`: `on_ready` once it listens, `on_stop` at a signal."""
     import uvicorn
 
-    from workrail.mcp.http_guard import (
-        IN_FLIGHT_GRACE_S,
-        close_notification_streams,
-        uvicorn_options,
-    )
+    from workrail.mcp.http_guard import close_notification_streams, uvicorn_options
 
     class Server(uvicorn.Server):
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
@@ -179,8 +181,8 @@ def _uvicorn_server(
         log_config=None,
         log_level=logging.getLevelName(logging.getLogger().level).lower(),
         lifespan="on",
-        timeout_graceful_shutdown=IN_FLIGHT_GRACE_S,
-        **uvicorn_options(),
+        timeout_graceful_shutdown=limits.in_flight_grace_s,
+        **uvicorn_options(limits),
     )
     return Server(config)
 
@@ -189,18 +191,18 @@ def _drained(signum: int, frame: object) -> None:
     """SIGTERM once uvicorn has finished its graceful shutdown: nothing left to do."""
 
 
-def _mcp_app(server: MCPServer, host: str) -> Starlette:
+def _mcp_app(server: MCPServer, host: str, limits: HttpLimits) -> Starlette:
     """The Streamable HTTP app: idle sessions bounded tightly (see http_guard), and each
     POST answered with plain JSON rather than an event stream. Our tools send nothing
     before their result, and an event stream is cut off the moment the server begins to
     shut down (sse-starlette), where a JSON answer in flight is still delivered."""
-    from workrail.mcp.http_guard import MAX_SESSIONS, SESSION_IDLE_S, evict_idle_at_cap
+    from workrail.mcp.http_guard import evict_idle_at_cap
 
     app = server.streamable_http_app(
         host=host,
         json_response=True,
-        session_idle_timeout=SESSION_IDLE_S,
-        max_sessions=MAX_SESSIONS,
+        session_idle_timeout=limits.session_idle_s,
+        max_sessions=limits.max_sessions,
     )
     evict_idle_at_cap(server.session_manager)
     app.state.mcp_sessions = server.session_manager  # for a graceful shutdown

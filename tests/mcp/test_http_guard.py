@@ -123,6 +123,19 @@ def test_silent_and_trickling_connections_are_closed(data_dir: Path) -> None:
         _stop(proc)
 
 
+def _read_answer(sock: socket.socket, what: str, *, refuse_server_error: bool = False) -> bytes:
+    """The bytes read until the initialize answer is in (the connection must not close
+    before it; with `refuse_server_error`, no 5xx may start it either)."""
+    answer = b""
+    while b"serverInfo" not in answer:
+        chunk = sock.recv(65536)
+        assert chunk, f"{what}: closed before the answer: {answer!r}"
+        answer += chunk
+        if refuse_server_error:
+            assert not answer.startswith(b"HTTP/1.1 5"), (what, answer[:200])
+    return answer
+
+
 def test_sigterm_answers_the_request_in_flight_then_exits(data_dir: Path) -> None:
     proc, port = _start(data_dir)
     try:
@@ -133,11 +146,7 @@ def test_sigterm_answers_the_request_in_flight_then_exits(data_dir: Path) -> Non
             assert sock.recv(4096).startswith(b"HTTP/1.1 100")
             os.kill(proc.pid, signal.SIGTERM)
             sock.sendall(BODY)
-            answer = b""
-            while b"serverInfo" not in answer:
-                chunk = sock.recv(65536)
-                assert chunk, f"connection closed before the answer: {answer!r}"
-                answer += chunk
+            answer = _read_answer(sock, "the request in flight")
             assert answer.startswith(b"HTTP/1.1 200")
         assert proc.wait(timeout=30) == 0
     finally:
@@ -171,12 +180,7 @@ def test_sigterm_answers_a_slow_request_in_flight_every_time(data_dir: Path) -> 
         time.sleep(BODY_HELD_S)  # slow clients: every request stays in flight
         for run, sock in enumerate(socks):
             sock.sendall(BODY)
-            answer = b""
-            while b"serverInfo" not in answer:
-                chunk = sock.recv(65536)
-                assert chunk, f"run {run}: closed before the answer: {answer!r}"
-                answer += chunk
-                assert not answer.startswith(b"HTTP/1.1 5"), (run, answer[:200])
+            answer = _read_answer(sock, f"run {run}", refuse_server_error=True)
             assert answer.startswith(b"HTTP/1.1 200"), (run, answer[:200])
             sock.close()
         for proc, _ in servers:

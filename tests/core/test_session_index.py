@@ -466,3 +466,4 @@ def test_best_tip_matches_the_per_tip_definition(moves: list[tuple[int, bool]]) 
     for name in names:
         below = index.descendant_tips(name)
         assert index.best_tip(below) == _naive_best_tip(index, below)
+        assert index.best_tip_below(name) == _naive_best_tip(index, below)

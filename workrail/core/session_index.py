@@ -26,6 +26,8 @@ from workrail.core.events import (
 )
 
 LOOP_CONTROL_KIND = "wr.loop_control"
+RECAP_OUTPUT_PREFIX = "out_recap_"
+"""An attempt's notes are the output `out_recap_<attemptId>` of the node it advanced from."""
 
 
 class ProjectionError(ValueError):
@@ -59,6 +61,9 @@ class SessionIndex:
     nodes: dict[str, NodeCreated] = field(default_factory=dict)
     edges_from: dict[str, list[EdgeCreated]] = field(default_factory=dict)
     outputs: dict[str, list[NodeOutputAppended]] = field(default_factory=dict)
+    # (nodeId, attemptId) → the notes that attempt recorded there (the first such output):
+    # a rehydrate reads hundreds of them, one lookup each
+    recaps: dict[tuple[str, str], str] = field(default_factory=dict)
     # last-activity event index per node (spec 70 §2, preferred tip)
     last_activity: dict[str, int] = field(default_factory=dict)
     # the advance that created each node (keyed by the new node id)
@@ -90,6 +95,10 @@ class SessionIndex:
             if isinstance(event, NodeOutputAppended):
                 self.outputs.setdefault(event.node_id, []).append(event)
                 payload = event.data.payload
+                output_id = event.data.outputId
+                if payload.payloadKind == "notes" and output_id.startswith(RECAP_OUTPUT_PREFIX):
+                    attempt = output_id[len(RECAP_OUTPUT_PREFIX) :]
+                    self.recaps.setdefault((event.node_id, attempt), payload.notesMarkdown)
                 if (
                     isinstance(payload, ArtifactRefPayload)
                     and isinstance(payload.content, dict)
@@ -264,6 +273,30 @@ class SessionIndex:
                 found.append(current)
         return found
 
+    def best_tip_below(self, node_id: str) -> str | None:
+        """`best_tip(descendant_tips(node_id))` without walking the whole ancestry: when
+        the run's preferred tip lies below `node_id` it is the best of any tips that hold
+        it, and checking that walks only from that tip up to `node_id` (a parent is
+        always created before its child). Otherwise every tip below is scored."""
+        node = self.nodes.get(node_id)
+        scored = None if node is None else self.preferred_tip_scored(node.run_id)
+        if node is not None and scored is not None and self._edge_path(node, scored[0]):
+            return scored[0]
+        return self.best_tip(self.descendant_tips(node_id))
+
+    def _edge_path(self, top: NodeCreated, node_id: str) -> bool:
+        """Whether edges lead from `top` down to `node_id`."""
+        current = node_id
+        while current != top.node_id:
+            node = self.nodes.get(current)
+            parent = None if node is None else node.data.parentNodeId
+            if node is None or parent is None or node.eventIndex <= top.eventIndex:
+                return False
+            if not any(e.data.toNodeId == current for e in self.edges_from.get(parent, ())):
+                return False
+            current = parent
+        return True
+
     def best_tip(self, tips: Iterable[str]) -> str | None:
         """Spec 70 §2 scoring: the highest last activity over the tip and its ancestors;
         ties go to the later-created tip, then to the lexically smaller id."""
@@ -305,12 +338,7 @@ class SessionIndex:
 
     def recap_of(self, node_id: str, attempt_id: str) -> str | None:
         """The notes recorded by attempt `attempt_id` when it advanced from `node_id`."""
-        wanted = f"out_recap_{attempt_id}"
-        for output in self.outputs.get(node_id, ()):
-            payload = output.data.payload
-            if output.data.outputId == wanted and payload.payloadKind == "notes":
-                return payload.notesMarkdown
-        return None
+        return self.recaps.get((node_id, attempt_id))
 
     def run_context(self, run_id: str) -> dict[str, Any]:
         run = self.runs.get(run_id)

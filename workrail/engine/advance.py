@@ -27,6 +27,7 @@ from workrail.core.canonical import (
     sha256_digest,
 )
 from workrail.core.events import AdvanceRecorded, DomainEvent
+from workrail.core.session_index import RECAP_OUTPUT_PREFIX
 from workrail.core.snapshot import BlockedState, RetryableBlock
 from workrail.engine.compiled import CompiledCache
 from workrail.engine.context import (
@@ -399,7 +400,7 @@ def _add_outputs(plan: PlanBuilder, move: _Move, decision: Advanced, output: Age
     outputs: list[tuple[str, str, dict[str, Any]]] = []
     if decision.record_recap and output.notes_markdown:
         notes = {"payloadKind": "notes", "notesMarkdown": truncate_notes(output.notes_markdown)}
-        outputs.append((f"out_recap_{move.attempt}", "recap", notes))
+        outputs.append((f"{RECAP_OUTPUT_PREFIX}{move.attempt}", "recap", notes))
     for output_id, payload in _artifact_payloads(move.attempt, output.artifacts):
         outputs.append((output_id, "artifact", payload))
     for output_id, channel, payload in outputs:

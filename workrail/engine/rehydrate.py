@@ -160,7 +160,7 @@ def recovery_context(index: SessionIndex, node_id: str, budget: int) -> Recovery
     """
     try:
         children = index.edges_from.get(node_id, [])
-        tip = index.best_tip(index.descendant_tips(node_id)) if children else None
+        tip = index.best_tip_below(node_id) if children else None
         downstream: list[str] = []
         if tip is not None and tip != node_id:
             # Nodes after this one, towards the tip: their own recaps (this node's recap

@@ -99,9 +99,11 @@ class TestLocalBackend(BackendContract, ProjectionPropertyContract):
 
 
 def indexed_rows(backend: LocalBackend) -> dict[str, dict[str, Any]]:
-    """The index's rows as they stand, without the sync a query would do first."""
+    """The index's rows once `backend` has written what its own appends left pending
+    (closing its connection), without the sync a query would do first."""
     import sqlite3
 
+    backend.query.close()
     path = backend.layout.root / "index" / "sessions.sqlite3"
     if not path.exists():
         return {}

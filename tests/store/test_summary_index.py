@@ -3,6 +3,7 @@ wrote the logs, whatever happened to the index file."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
@@ -44,10 +45,11 @@ def test_appends_from_elsewhere_are_seen_on_the_next_query(data_dir: Path) -> No
 
 
 def test_a_missing_or_outdated_or_damaged_index_is_rebuilt(data_dir: Path) -> None:
-    engine = engine_over(LocalBackend.open(data_dir))
+    backend = LocalBackend.open(data_dir)
+    engine = engine_over(backend)
     r = engine.start_workflow("probe-flow", {"goal": "keep me"}).unwrap()
     sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
-    kept = indexed_rows(LocalBackend.open(data_dir))
+    kept = indexed_rows(backend)
     assert set(kept) == {sid}
 
     (data_dir / INDEX).unlink()
@@ -70,6 +72,7 @@ def test_candidates_never_write_even_when_the_index_is_stale_or_missing(data_dir
     backend = LocalBackend.open(data_dir)
     engine = engine_over(backend)
     engine.start_workflow("probe-flow", {"goal": "index me"}).unwrap()
+    backend.close()  # its row is written
     chain = Chain()
     append(_foreign_store(data_dir), chain.sess, chain.start())  # the index does not know it
     fresh = LocalBackend.open(data_dir)
@@ -87,9 +90,11 @@ def test_candidates_never_write_even_when_the_index_is_stale_or_missing(data_dir
 
 
 def test_a_read_only_data_directory_still_answers(data_dir: Path) -> None:
-    engine = engine_over(LocalBackend.open(data_dir))
+    backend = LocalBackend.open(data_dir)
+    engine = engine_over(backend)
     r = engine.start_workflow("probe-flow").unwrap()
     sid = engine.deps.codec.parse_state(r["stateToken"]).unwrap().session_id
+    backend.close()  # its row is written
     (data_dir / INDEX).unlink()
     index_dir = data_dir / "index"
     index_dir.chmod(0o500)
@@ -164,18 +169,57 @@ def test_lifecycle_record_sits_beside_the_log_and_bad_records_read_as_default(
     assert backend.query.get([chain.sess]).unwrap()[chain.sess].workspace_path is None
 
 
-def test_every_append_of_this_process_updates_its_row_at_once(data_dir: Path) -> None:
-    """Projecting folds only the new events, so even a long session's row is written by
-    each append (it once waited for the next query past 256 events)."""
+def test_this_process_s_appends_are_written_before_its_next_query_or_at_close(
+    data_dir: Path,
+) -> None:
+    """An append only notes its session: the row is projected before this process's next
+    query (folding only the new events, however long the session) or when the index is
+    closed. Another process meanwhile finds the row stale and projects it itself."""
     backend = LocalBackend.open(data_dir)
     chain = Chain()
     append(backend.sessions, chain.sess, chain.start())
-    assert indexed_rows(backend)[chain.sess]["record"]["eventCount"] == 3
+    assert not (data_dir / INDEX).exists()  # nothing written on the append's path
+    assert backend.query.get([chain.sess]).unwrap()[chain.sess].event_count == 3
     for _ in range(100):
         append(backend.sessions, chain.sess, chain.advance())
     count = backend.sessions.read(chain.sess, lambda log: log.count).unwrap()
     assert count > 256
-    assert indexed_rows(backend)[chain.sess]["record"]["eventCount"] == count
+    other = LocalBackend.open(data_dir)
+    assert other.query.get([chain.sess]).unwrap()[chain.sess].event_count == count
+    other.close()
+    append(backend.sessions, chain.sess, chain.advance())
+    assert _ids(backend) == {chain.sess}  # a query writes what was pending first
+    raw = sqlite3.connect(data_dir / INDEX)
+    try:
+        (record,) = raw.execute("SELECT record FROM summaries").fetchone()
+    finally:
+        raw.close()
+    assert json.loads(record)["eventCount"] == count + 3
+    append(backend.sessions, chain.sess, chain.advance())
+    backend.close()
+    assert indexed_rows(LocalBackend.open(data_dir))[chain.sess]["record"]["eventCount"] == (
+        count + 6
+    )
+
+
+def test_a_query_waits_for_no_append_and_an_append_for_no_query(data_dir: Path) -> None:
+    """A query holding the index projects a session that is being appended to: the append
+    must not wait for the index while it holds the session (it once did, and the two
+    waited for each other)."""
+    import threading
+
+    backend = LocalBackend.open(data_dir)
+    chain = Chain()
+    append(backend.sessions, chain.sess, chain.start())
+    assert _ids(backend) == {chain.sess}
+    with backend.query._mutex:  # a query of another thread, mid-way
+        appended = threading.Thread(
+            target=append, args=(backend.sessions, chain.sess, chain.advance()), daemon=True
+        )
+        appended.start()
+        appended.join(10)
+        assert not appended.is_alive()
+        assert backend.query.get([chain.sess]).unwrap()[chain.sess].event_count == 6
 
 
 def test_terms_another_connection_wrote_are_replaced_not_assumed(data_dir: Path) -> None:
@@ -185,13 +229,14 @@ def test_terms_another_connection_wrote_are_replaced_not_assumed(data_dir: Path)
     this connection remembers, with other terms. Its next append must not build on them."""
     from dataclasses import replace
 
-    engine = engine_over(LocalBackend.open(data_dir))
+    backend = LocalBackend.open(data_dir)
+    engine = engine_over(backend)
     current = engine.start_workflow("probe-flow", {"goal": "Tune the parser"}).unwrap()
     sid = engine.deps.codec.parse_state(current["stateToken"]).unwrap().session_id
     current = engine.advance(
         current["stateToken"], current["ackToken"], notes_markdown="alpha"
     ).unwrap()
-    ident = indexed_rows(LocalBackend.open(data_dir))[sid]["identity"]
+    ident = indexed_rows(backend)[sid]["identity"]
 
     other = LocalBackend.open(data_dir)  # another process's connection to the index
     summary = other.query.get([sid]).unwrap()[sid]
@@ -201,7 +246,7 @@ def test_terms_another_connection_wrote_are_replaced_not_assumed(data_dir: Path)
     assert "intruder" in indexed_rows(other)[sid]["corpus"].split()
 
     engine.advance(current["stateToken"], current["ackToken"], notes_markdown="beta").unwrap()
-    kept = indexed_rows(other)[sid]["corpus"].split()
+    kept = indexed_rows(backend)[sid]["corpus"].split()
     assert "intruder" not in kept
     assert {"alpha", "beta", "parser"} <= set(kept)
     other.query.rebuild().unwrap()

@@ -100,8 +100,9 @@ so nothing lists or loads it) and then removed; leftovers of a crash are swept l
 
 
 class CommitObserver(Protocol):
-    """Told of every durable change this process makes, while the writer is still held
-    (the summary index keeps itself up to date this way). Must not raise."""
+    """Told of every durable change this process makes, while the writer and the
+    session's state lock are still held (the summary index notes which rows to write
+    before its next query). Must be quick, take no lock of the store's, and not raise."""
 
     def committed(self, log: SessionLog, last_activity: datetime) -> None: ...
 

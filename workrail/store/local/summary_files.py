@@ -12,12 +12,10 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
 from workrail.core.ids import is_session_id
-from workrail.core.manifest import ManifestRecord, SegmentClosed
 from workrail.store.local.layout import Layout
 from workrail.store.local.lifecycle import LIFECYCLE_FILE
 
@@ -107,15 +105,6 @@ def segment_in(identity: str | None) -> str | None:
     if len(parts) != 4 or parts[3] == "-":
         return None
     return parts[3].rsplit("@", 1)[0]
-
-
-def last_segment(manifest: Sequence[ManifestRecord]) -> str | None:
-    """The segment the last `segment_closed` names (the manifest's end is read, not all
-    of it: an append ends with its segment's record and that segment's pins)."""
-    for record in reversed(manifest):
-        if isinstance(record, SegmentClosed):
-            return record.segmentRelPath
-    return None
 
 
 def newest_segment(session_dir: Path) -> str | None:

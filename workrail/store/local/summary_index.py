@@ -7,8 +7,10 @@ session's manifest, lifecycle record and newest segment it was projected from
 (store.local.summary_files); before answering, the index compares those with one `stat`
 each and re-projects what changed, drops what was deleted and adds what is new — so a
 session written by another process (ours or the reference's) is never listed stale.
-Appends made in this process update their row at once (`committed`), under the session's
-writer. An index of another schema or projection version, or one SQLite cannot read, is
+Appends made in this process are only noted (`committed`): their rows are projected and
+written in one go before this process's next query, or when the index is closed, so an
+advance never waits for the index (another process meanwhile sees the row stale, and
+projects the session itself). An index of another schema or projection version, or one SQLite cannot read, is
 thrown away and rebuilt.
 
 The index is written with `synchronous=OFF`: losing it costs a rebuild, never a session.
@@ -48,7 +50,6 @@ from workrail.store.local.summary_files import (
     Identity,
     IndexUnavailable,
     SessionFiles,
-    last_segment,
     lights,
 )
 from workrail.store.local.summary_table import (
@@ -98,6 +99,11 @@ class LocalSessionQuery:
         self._known: dict[str, str] | None = None
         self._known_version = -1
         self._written: OrderedDict[str, tuple[Stamp, frozenset[str]]] = OrderedDict()
+        # Sessions this process appended to since their rows were last written. Its own
+        # lock, never held while another is taken: `committed` runs under a session's
+        # state lock, and a query (holding `_mutex`) takes that lock to project.
+        self._pending: dict[str, None] = {}
+        self._pending_lock = threading.Lock()
 
     def _identities(self, conn: sqlite3.Connection) -> dict[str, str]:
         """Every row's identity, read again only when another connection committed
@@ -145,7 +151,10 @@ class LocalSessionQuery:
             self._known.pop(session_id, None)
 
     def close(self) -> None:
+        """Write the rows still pending, then let the connection go (the index reopens
+        on next use)."""
         with self._mutex:
+            self._flush_pending()
             self._known = None
             if self._conn is not None:
                 self._conn.close()
@@ -284,28 +293,36 @@ class LocalSessionQuery:
             self._put(conn, summary, ident)
 
     def committed(self, session_log: SessionLog, last_activity: datetime) -> None:
-        """An append of this process (the writer is held): project it now, folding only
-        the new events into the accumulator the store keeps beside the session's index."""
-        session_id = session_log.session_id
+        """An append of this process (the writer is held): noted only. Its row is written
+        by `_flush_pending`, before the next query of this process or at `close`, so the
+        append's caller never waits for the projection."""
+        with self._pending_lock:
+            self._pending[session_log.session_id] = None
+
+    def _flush_pending(self) -> None:
+        """Project and write the rows of this process's appends not yet written, in one
+        transaction (called holding `_mutex`). A failure leaves them to the next query's
+        sync, which finds them stale."""
+        with self._pending_lock:
+            pending, self._pending = self._pending, {}
+        if not pending:
+            return
         try:
-            with self._mutex:
-                conn = self._open()
-                ident = self._files.identity(session_id, last_segment(session_log.manifest))
-                if ident is None:
-                    return
-                lifecycle = self._source.lifecycles.get(session_id).value_or(SessionLifecycle())
-                summary = self._source.projector.of_log(
-                    session_log, last_activity=last_activity, lifecycle=lifecycle
-                )
-                self._put(conn, summary, ident)
-                conn.commit()
-        except Exception:  # the append is durable already; the next query re-syncs
-            log.warning("session index not updated after an append", exc_info=True)
-            self._forget_row(session_id)
+            conn = self._open()
+            for session_id in pending:
+                self._refresh(conn, session_id)
+            conn.commit()
+        except Exception:  # the appends are durable already; the next query re-syncs
+            log.warning("session index not updated after this process's appends", exc_info=True)
+            for session_id in pending:
+                self._forget_row(session_id)
 
     def lifecycle_changed(
         self, session_id: str, lifecycle: SessionLifecycle, written_at: datetime
     ) -> None:
+        with self._pending_lock:
+            if session_id in self._pending:
+                return  # its pending projection reads the new record
         try:
             with self._mutex:
                 conn = self._open()
@@ -325,6 +342,8 @@ class LocalSessionQuery:
             self._forget_row(session_id)
 
     def deleted(self, session_id: str) -> None:
+        with self._pending_lock:
+            self._pending.pop(session_id, None)
         try:
             with self._mutex:
                 conn = self._open()
@@ -368,6 +387,7 @@ class LocalSessionQuery:
         found: dict[str, SessionSummary] = {}
         try:
             with self._mutex:
+                self._flush_pending()
                 conn = self._targeted(wanted)
                 for sid in wanted:
                     summary = summary_of(conn, sid, strict=True)
@@ -380,6 +400,7 @@ class LocalSessionQuery:
     def candidates(self, query: CandidateQuery) -> Result[list[SessionSummary], StoreError]:
         try:
             with self._mutex:
+                self._flush_pending()  # this process's own appends: their writes were due
                 conn = self._reader()
                 try:
                     return Success(self._current(conn, candidates(conn, query)))
@@ -424,6 +445,7 @@ class LocalSessionQuery:
         with self._mutex:
             owned = False
             try:
+                self._flush_pending()
                 conn = self._synced()
             except (OSError, sqlite3.OperationalError) as exc:
                 log.info("session index not writable (%s); answering read-only", exc)

@@ -100,7 +100,11 @@ def test_a_kept_call_answers_as_the_sdk_does_for_every_revision(
     }
     for name in CATALOG_CALLS:
         for request_id in IDS:
-            for frame in (_call(request_id, name), _call(request_id, name, arguments={})):
+            for frame in (
+                _call(request_id, name),
+                _call(request_id, name, arguments={}),
+                _call(request_id, name, _meta={"progressToken": "p"}),
+            ):
                 assert answer_cached_call(frame, kept) == (
                     request_id,
                     sdk_answer(server, revision, frame),

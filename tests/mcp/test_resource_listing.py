@@ -1,11 +1,12 @@
 """resources/list and resources/templates/list answered without the SDK
 (workrail.mcp.resource_listing) are the SDK's answers, byte for byte: for every protocol
 revision, with workflows and sessions (non-ASCII titles included) in the store; only plain
-requests are answered so, and a store that cannot list its sessions is left to the SDK
-(which answers with its error)."""
+requests are answered so, only when resources are offered, and a store that cannot list
+its sessions is left to the SDK (which answers with its error)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any, cast
 
@@ -18,6 +19,7 @@ from workrail.mcp import build_server
 from workrail.mcp.catalog_gen import sdk_answer_lines
 from workrail.mcp.handshake import HANDSHAKE_PROTOCOL_VERSIONS, RESOURCE_LISTINGS, plain_listing
 from workrail.mcp.resource_listing import answer_resource_listing
+from workrail.mcp.stdio_serve import _answer_one, _Loading
 
 IDS: list[Any] = [1, 0, -7, 2**53 - 1, "list-1", "a"]
 
@@ -89,3 +91,23 @@ class _StoreDown:
 def test_a_store_that_cannot_list_sessions_is_left_to_the_sdk(listed: Engine) -> None:
     engine = cast(Engine, _StoreDown(listed))
     assert answer_resource_listing(1, "resources/list", engine) is None
+
+
+def _answered_early(engine: Engine, frame: bytes) -> bytes | None:
+    async def answer() -> bytes | None:
+        return await _answer_one(frame, {}, {}, _Loading(lambda: engine, lambda: None))
+
+    return asyncio.run(answer())
+
+
+@pytest.mark.parametrize("method", RESOURCE_LISTINGS)
+def test_listings_are_answered_early_only_when_resources_are_offered(
+    engines: dict[bool, Engine], method: str
+) -> None:
+    """Without a workflow or a session the SDK's server serves no resources: its own
+    answer (method not found) is the one given."""
+    frame = _frame(1, method)
+    assert _answered_early(engines[True], frame) is not None
+    assert _answered_early(engines[False], frame) is None
+    bare = sdk_answer_lines(build_server(engines[False]), "2025-06-18", [frame])[0]
+    assert json.loads(bare)["error"]["code"] == -32601

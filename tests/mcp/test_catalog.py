@@ -100,7 +100,11 @@ def test_a_kept_call_answers_as_the_sdk_does_for_every_revision(
     }
     for name in CATALOG_CALLS:
         for request_id in IDS:
-            for frame in (_call(request_id, name), _call(request_id, name, arguments={})):
+            for frame in (
+                _call(request_id, name),
+                _call(request_id, name, arguments={}),
+                _call(request_id, name, _meta={"progressToken": "p"}),
+            ):
                 assert answer_cached_call(frame, kept) == (
                     request_id,
                     sdk_answer(server, revision, frame),
@@ -365,9 +369,10 @@ def test_the_next_start_up_answers_from_the_catalogue(data_dir: Path) -> None:
     written["results"]["2025-06-18"]["tools/list"] = planted
     written["calls"]["2025-06-18"]["list_workflows"] = '{"content":[],"isError":true}'
     (data_dir / "cache" / "mcp-catalog.json").write_text(json.dumps(written))
-    answers = _talk(data_dir)
+    sdk_only = b'{"jsonrpc":"2.0","id":4,"method":"resources/list","params":{"cursor":"0"}}'
+    answers = _talk(data_dir, following=[*_FOLLOWING[:3], sdk_only, _FOLLOWING[4]])
     assert json.loads(answers[2])["result"]["tools"][0]["name"] == "planted"
-    # Held behind resources/list (the SDK's to answer), the call waits for the SDK too.
+    # Held behind a request only the SDK answers (a cursor), the call waits for it too.
     assert json.loads(answers[5])["result"]["isError"] is False
     called_first = _talk(data_dir, following=[_FOLLOWING[0], _FOLLOWING[4], _FOLLOWING[1]])
     assert json.loads(called_first[5])["result"] == {"content": [], "isError": True}

@@ -31,6 +31,20 @@ CALLS: list[dict[str, Any]] = [
     {"name": "checkpoint_workflow", "arguments": {"checkpointToken": "chk1\u2028"}},
     {"name": "start_workflow", "arguments": {"workflowId": "no-such-flow"}},
     {"name": "export_session", "arguments": {}},
+    # A client given a progress callback asks for progress; no tool reports any.
+    {"name": "list_workflows", "arguments": {}, "_meta": {"progressToken": 1}},
+    {"name": "list_workflows", "_meta": {"progressToken": "tok-é"}},
+    {
+        "name": "inspect_workflow",
+        "arguments": {"workflowId": "nope"},
+        "_meta": {"progressToken": ""},
+    },
+    {
+        "name": "start_workflow",
+        "arguments": {"workflowId": "no-such"},
+        "_meta": {"progressToken": -3},
+    },
+    {"name": "export_session", "arguments": {}, "_meta": {"progressToken": 2**53 - 1}},
 ]
 
 
@@ -107,7 +121,13 @@ def test_each_call_is_answered_with_the_sdks_bytes(
         _frame(1, {"name": "effect_checkpoint", "arguments": {}}),
         _frame(1, {"name": "no_such_tool", "arguments": {}}),
         _frame(1, {"name": "list_workflows", "arguments": [], "_meta": {}}),
-        _frame(1, {"name": "list_workflows", "arguments": {}, "_meta": {"progressToken": 1}}),
+        _frame(1, {"name": "list_workflows", "_meta": {"progressToken": 1, "other": 1}}),
+        _frame(1, {"name": "list_workflows", "_meta": {"progressToken": True}}),
+        _frame(1, {"name": "list_workflows", "_meta": {"progressToken": None}}),
+        _frame(1, {"name": "list_workflows", "_meta": {"progressToken": 1.5}}),
+        _frame(1, {"name": "list_workflows", "_meta": {"progressToken": [1]}}),
+        _frame(1, {"name": "list_workflows", "_meta": {"progressToken": 2**53}}),
+        _frame(1, {"name": "list_workflows", "_meta": []}),
         _frame(1, {"name": "list_workflows", "arguments": None}),
         _frame(1, {"name": "inspect_workflow", "arguments": {"workflowId": 1.5}}),
         _frame(1, {"arguments": {}}),

@@ -24,8 +24,14 @@ from mcp.shared.message import SessionMessage
 from tests.mcp.servers import stdio_server
 from workrail.engine.api import Engine
 from workrail.mcp import build_server
+from workrail.mcp.catalog_gen import sdk_answer_lines
 from workrail.mcp.content import has_content
-from workrail.mcp.handshake import HANDSHAKE_PROTOCOL_VERSIONS, answer_initialize
+from workrail.mcp.handshake import (
+    CONSTANT_RESULTS,
+    HANDSHAKE_PROTOCOL_VERSIONS,
+    answer_initialize,
+    answer_listing,
+)
 from workrail.mcp.stdio import parse_frame
 
 REVISIONS = [*mcp_types.version.KNOWN_PROTOCOL_VERSIONS, "2099-01-01", "", "latest"]
@@ -97,6 +103,26 @@ def test_the_answer_is_the_sdks_for_every_revision(
     early = answer_initialize(frame, offers_content=offers)
     assert early is not None
     assert early == (request_id, sdk_answer(servers[offers], frame))
+
+
+@pytest.mark.parametrize("offers", [True, False], ids=["content", "bare"])
+@pytest.mark.parametrize("revision", HANDSHAKE_PROTOCOL_VERSIONS)
+def test_a_constant_answer_is_the_sdks_for_every_revision(
+    servers: dict[bool, MCPServer], offers: bool, revision: str
+) -> None:
+    """`ping`, answered without the SDK once `initialize` was, plain (no params, or
+    empty ones)."""
+    for method in CONSTANT_RESULTS:
+        frames = [
+            _frame({"jsonrpc": "2.0", "id": request_id, "method": method, **shape})
+            for request_id in [1, 0, -7, 2**53 - 1, "ping-1", "a"]
+            for shape in ({}, {"params": {}})
+        ]
+        sdk = sdk_answer_lines(servers[offers], revision, frames)
+        for frame, expected in zip(frames, sdk, strict=True):
+            early = answer_listing(frame, CONSTANT_RESULTS)
+            assert early is not None, frame
+            assert early[1] == expected, frame
 
 
 REAL_CLIENTS = {

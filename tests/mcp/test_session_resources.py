@@ -22,7 +22,7 @@ from workrail.core.budgets import NOTES_MAX_BYTES
 from workrail.engine.api import Engine
 from workrail.engine.session_recap import RECAP_BUDGET_BYTES
 from workrail.mcp import build_server
-from workrail.mcp.session_resources import LISTED_MAX
+from workrail.mcp.resource_listing import LISTED_MAX
 
 pytestmark = pytest.mark.anyio
 

@@ -1,5 +1,6 @@
 """The stdio start-up's loading thread (workrail.mcp.stdio_serve._Loading): a call
-answered before the SDK has the interpreter to itself, the SDK's import waiting for it."""
+answered before the SDK has the interpreter to itself, the SDK's import waiting for it;
+the SDK's server is built only once asked for."""
 
 from __future__ import annotations
 
@@ -42,3 +43,24 @@ def test_without_an_early_call_the_sdk_loads_at_once() -> None:
         await asyncio.wait_for(loading.server(), 120)
 
     asyncio.run(scenario())
+
+
+def test_the_server_is_built_only_once_asked_for() -> None:
+    """Everything but the SDK's server loads on its own; `on_ready` says so then, since
+    every request can be answered from that moment (the server on the first that needs
+    it)."""
+    announced = threading.Event()
+    loading = _Loading(memory_engine, lambda: None, announced.set)
+
+    async def scenario() -> tuple[bool, bool]:
+        loading.start()
+        await loading.ready()
+        await asyncio.sleep(0.2)  # room for a build that should not happen
+        built_unasked = loading.future().done()
+        await asyncio.wait_for(loading.server(), 120)
+        return built_unasked, announced.is_set()
+
+    built_unasked, was_announced = asyncio.run(scenario())
+    assert not built_unasked, "the server was built without being asked for"
+    assert was_announced
+    assert loading.building

@@ -174,9 +174,10 @@ def run_mcp(cli: Cli) -> int:
 
 
 def _run_stdio(cli: Cli) -> int:
-    """WorkRail's stdio transport: the store, the fence and the SDK load on a thread of
-    their own from the start, while the first requests are answered from the MCP
-    catalogue (workrail.mcp.stdio_serve); the fence is closed when the server stops."""
+    """WorkRail's stdio transport: the store and the fence open on a thread of their own,
+    and the SDK's server is built there when a request needs it, while the first requests
+    are answered without it (workrail.mcp.stdio_serve); the fence is closed when the server
+    stops."""
     from workrail.mcp.logs import configure_logging
     from workrail.mcp.stdio_serve import serve_stdio_early
 

@@ -17,9 +17,9 @@ any of these, a new release or an edited schema included, changes the key, and a
 catalogue made under another key is never used: the SDK answers, and the catalogue is made
 again. Nothing is written by hand, so nothing can drift from the SDK.
 
-What is not here, and waits for the SDK: `resources/list` (it lists sessions, read from
-the store on every request), any request with parameters (a cursor, `_meta`), and
-everything else.
+What is not here: `resources/list` (it lists sessions, read from the store on every
+request: the start-up runs WorkRail's own listing for it, workrail.mcp.resource_listing),
+and, left to the SDK, any request with parameters (a cursor, `_meta`) and everything else.
 
 Standard library only: this is read before anything else loads.
 """

@@ -1,7 +1,8 @@
 """MCP prompts and resources built from the workflow catalog: one prompt per workflow that
 can be started (Claude Code offers them as `/workrail:<id>`) and one resource per workflow
-definition (`workrail://workflows/{id}`, for @-mentions). The `resume` prompt and the
-session resources live beside it (resume_prompt.py, session_resources.py).
+definition (`workrail://workflows/{id}`, for @-mentions; listed by
+workrail.mcp.resource_listing, read here). The `resume` prompt and the session resources
+live beside it (resume_prompt.py, session_resources.py).
 
 Both are read from the catalog on every request, so they follow the workflow files as the
 tools do. Unknown names answer JSON-RPC -32602 (invalid params) with a message that says
@@ -20,18 +21,15 @@ from mcp_types import (
     Prompt,
     PromptArgument,
     PromptMessage,
-    Resource,
-    ResourceTemplate,
     TextContent,
 )
 
 from workrail.engine.api import Engine
 from workrail.mcp.content import runnable_workflows
+from workrail.mcp.resource_listing import WORKFLOW_URI_PREFIX, WORKFLOW_URI_TEMPLATE
 from workrail.mcp.validation import clip
 from workrail.workflow.aliases import alias_target
 
-WORKFLOW_URI_PREFIX: Final = "workrail://workflows/"
-WORKFLOW_URI_TEMPLATE: Final = WORKFLOW_URI_PREFIX + "{workflowId}"
 GOAL_MAX_CHARS: Final = 4096
 
 
@@ -92,31 +90,6 @@ def get_prompt(engine: Engine, name: str, arguments: dict[str, Any] | None) -> G
         description=f"Start the WorkRail workflow “{workflow['name']}”.",
         messages=[PromptMessage(role="user", content=TextContent(type="text", text=text))],
     )
-
-
-def list_resources(engine: Engine) -> list[Resource]:
-    return [
-        Resource(
-            uri=WORKFLOW_URI_PREFIX + w["workflowId"],
-            name=w["workflowId"],
-            title=w["name"],
-            description=f"The definition of the workflow “{w['name']}” (JSON).",
-            mime_type="application/json",
-        )
-        for w in runnable_workflows(engine)
-    ]
-
-
-def list_resource_templates() -> list[ResourceTemplate]:
-    return [
-        ResourceTemplate(
-            uri_template=WORKFLOW_URI_TEMPLATE,
-            name="workflow",
-            title="Workflow definition",
-            description="A workflow's definition (JSON), by the workflowId list_workflows gives.",
-            mime_type="application/json",
-        )
-    ]
 
 
 def read_resource(engine: Engine, uri: str) -> str:

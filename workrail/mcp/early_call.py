@@ -1,4 +1,4 @@
-"""A workflow tool's call answered on stdio while the SDK is still loading.
+"""A workflow tool's call answered on stdio without the SDK's server.
 
 The first `tools/call` after spawn used to wait for the SDK's import and server build,
 most of a second on a quiet machine. The call itself needs only the engine and our own
@@ -28,7 +28,8 @@ def tool_call(
     frame: bytes, calls: Calls
 ) -> tuple[int | str, ToolSpec, Handler, dict[str, Any]] | None:
     """(id, spec, handler, arguments) when `frame` is a plain `tools/call` of one of
-    `calls` (no `_meta`, arguments an object or absent); None otherwise (the SDK answers)."""
+    `calls` (arguments an object or absent, no `_meta` but a progress token); None
+    otherwise (the SDK answers)."""
     call = plain_tool_call(frame)
     if call is None or call[1] not in calls:
         return None

@@ -2,24 +2,26 @@
 
 An MCP client spawns `workrail mcp` and waits for the answer to `initialize` before it
 does anything else; importing the SDK's server costs most of that wait. So the stdio
-start-up answers a plain, well-formed `initialize` from here while the SDK loads, then
-replays the request into the SDK's server (whose own answer is dropped, being the same
-bytes) and lets it answer everything after. tests/mcp/test_handshake.py checks that
+start-up answers a plain, well-formed `initialize` from here without the SDK; once the
+SDK's server is needed, the request is replayed into it (its own answer is dropped, being
+the same bytes) and it answers everything after. tests/mcp/test_handshake.py checks that
 this answer equals the SDK's for every protocol revision, with and without prompts and
 resources, and that every request accepted here is one the SDK accepts. The requests that
 follow it, `tools/list` and `prompts/list`, are answered from the SDK's own earlier
-answers (workrail.mcp.catalog_cache) the same way: only when plain.
+answers (workrail.mcp.catalog_cache), and `ping` with its constant, the same way: only
+when plain.
 
-Anything this module is not sure of — an unknown field, a `_meta`, a float, a string id
-with characters that need escaping, a capability that is not an object — is left to the
-SDK (None): the client then waits for the SDK as before, and gets the SDK's answer.
+Anything this module is not sure of — an unknown field, a `_meta` (but a tool call's
+progress token), a float, a string id with characters that need escaping, a capability
+that is not an object — is left to the SDK (None): the client then waits for the SDK, and
+gets the SDK's answer.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from typing import Any, Final
 
 from workrail import __version__
@@ -41,11 +43,17 @@ _MAX_INT: Final = 2**53 - 1
 _PLAIN_ID: Final = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
 _SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F]")
 _CLIENT_INFO_KEYS: Final = frozenset({"name", "version", "title", "description", "websiteUrl"})
-_CALL_PARAMS: Final = frozenset({"name", "arguments"})
+_CALL_PARAMS: Final = frozenset({"name", "arguments", "_meta"})
 _LISTING_KEYS: Final = (
     frozenset({"jsonrpc", "id", "method"}),
     frozenset({"jsonrpc", "id", "method", "params"}),
 )
+CONSTANT_RESULTS: Final = {"ping": b"{}"}
+"""The `result` JSON of requests the SDK's server answers with a constant whatever the
+revision: `ping`'s empty result (tests/mcp/test_handshake.py compares)."""
+RESOURCE_LISTINGS: Final = ("resources/list", "resources/templates/list")
+"""The listings answered without the SDK by WorkRail's own listing, when resources are
+offered (workrail.mcp.resource_listing: resources/list reads the store)."""
 
 
 class _Unsure(Exception):
@@ -172,21 +180,30 @@ def answer_listing(frame: bytes, results: Mapping[str, bytes]) -> tuple[int | st
     """(request id, the answer's line) when `frame` is a plain request for one of the
     methods in `results` (method → the `result` JSON the SDK wrote for it), without
     parameters; None otherwise (the SDK answers)."""
+    listing = plain_listing(frame, results)
+    if listing is None:
+        return None
+    request_id, method = listing
+    return request_id, _result_line(request_id, results[method])
+
+
+def plain_listing(frame: bytes, methods: Container[str]) -> tuple[int | str, str] | None:
+    """(request id, method) when `frame` is a plain request for one of `methods` without
+    parameters (none, or an empty object); None otherwise."""
     try:
         request = _plain_json(frame)
         least, most = _LISTING_KEYS
         if not isinstance(request, dict) or not least <= set(request) <= most:
             raise _Unsure
         method = request["method"]
-        if request["jsonrpc"] != "2.0" or not isinstance(method, str) or method not in results:
+        if request["jsonrpc"] != "2.0" or not isinstance(method, str) or method not in methods:
             raise _Unsure
         params = request.get("params", {})
         if not isinstance(params, dict) or params:
             raise _Unsure
-        request_id = _plain_id(request["id"])
+        return _plain_id(request["id"]), method
     except _Unsure:
         return None
-    return request_id, _result_line(request_id, results[method])
 
 
 def plain_request(frame: bytes, method: str) -> tuple[int | str, Any] | None:
@@ -204,18 +221,31 @@ def plain_request(frame: bytes, method: str) -> tuple[int | str, Any] | None:
 
 
 def plain_tool_call(frame: bytes) -> tuple[int | str, str, dict[str, Any]] | None:
-    """(id, tool name, arguments) when `frame` is a plain `tools/call` (no `_meta`,
-    arguments an object or absent); None otherwise (the SDK answers)."""
+    """(id, tool name, arguments) when `frame` is a plain `tools/call` (arguments an
+    object or absent, a `_meta` only when it holds just a progress token); None otherwise
+    (the SDK answers)."""
     request = plain_request(frame, "tools/call")
     if request is None:
         return None
     request_id, params = request
     if not isinstance(params, dict) or not {"name"} <= set(params) <= _CALL_PARAMS:
         return None
+    if "_meta" in params and not _progress_token_only(params["_meta"]):
+        return None
     name, arguments = params["name"], params.get("arguments", {})
     if not isinstance(name, str) or not isinstance(arguments, dict):
         return None
     return request_id, name, arguments
+
+
+def _progress_token_only(meta: Any) -> bool:
+    """A `_meta` asking for progress and nothing else, as a client sends whenever it is
+    given a progress callback (the TypeScript SDK's does). The answer is the same without
+    it: WorkRail's tools never report progress (tests/mcp/test_early_call.py compares)."""
+    if not isinstance(meta, dict) or set(meta) != {"progressToken"}:
+        return False
+    token = meta["progressToken"]
+    return isinstance(token, str) or (isinstance(token, int) and not isinstance(token, bool))
 
 
 def answer_cached_call(

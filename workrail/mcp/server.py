@@ -31,14 +31,10 @@ from workrail.engine.api import Engine
 from workrail.mcp import catalog_surface
 from workrail.mcp.content import has_content
 from workrail.mcp.raw_arguments import RawArguments
+from workrail.mcp.resource_listing import RESOURCE_TEMPLATES, resource_entries
 from workrail.mcp.resume_prompt import RESUME_PROMPT, get_resume_prompt, resume_prompt
 from workrail.mcp.schemas import INSTRUCTIONS, ToolSpec
-from workrail.mcp.session_resources import (
-    is_session_uri,
-    list_session_resources,
-    read_session_resource,
-    session_template,
-)
+from workrail.mcp.session_resources import is_session_uri, listing_error, read_session_resource
 from workrail.mcp.tool_calls import Handler, ToolFailure, call_tool, engine_tools, tool_text
 
 if TYPE_CHECKING:
@@ -102,7 +98,11 @@ def _prompt(engine: Engine, name: str, arguments: dict[str, Any] | None) -> GetP
 
 
 def _resources(engine: Engine) -> list[MCPResource]:
-    return [*catalog_surface.list_resources(engine), *list_session_resources(engine)]
+    """What the stdio start-up answers without the SDK, too (workrail.mcp.resource_listing)."""
+    found = resource_entries(engine)
+    if isinstance(found, Failure):
+        raise listing_error(found.failure())
+    return [MCPResource.model_validate(entry) for entry in found.unwrap()]
 
 
 def _resource(engine: Engine, uri: str) -> str:
@@ -135,7 +135,7 @@ class WorkrailServer(MCPServer):
         return await anyio.to_thread.run_sync(_resources, self._engine)
 
     async def list_resource_templates(self) -> list[MCPResourceTemplate]:
-        return [*catalog_surface.list_resource_templates(), session_template()]
+        return [MCPResourceTemplate.model_validate(t) for t in RESOURCE_TEMPLATES]
 
     async def read_resource(
         self, uri: AnyUrl | str, context: Context[Any, Any] | None = None

@@ -1,26 +1,32 @@
-"""Serving MCP on stdio, answering the first requests before the SDK has loaded.
+"""Serving MCP on stdio, answering the requests a client sends first without the SDK.
 
 An MCP client spawns the server, waits for its answer to `initialize`, then asks for
-`tools/list` (and often `prompts/list`); importing the SDK and opening the engine take
-most of that wait. So on WorkRail's own transport the start-up goes:
+`tools/list` (and often `prompts/list`, `resources/list`); importing the SDK and opening
+the engine take most of that wait, and the SDK's server is most of an idle server's
+memory. So on WorkRail's own transport the start-up goes:
 
 1. a thread opens the engine, decides whether prompts and resources are offered
-   (workrail.mcp.content), loads what a first tool call needs, then opens the fence,
-   imports the SDK and builds the server — from the start when there is no MCP
-   catalogue, else once `initialize` is answered (the two share one interpreter lock);
+   (workrail.mcp.content), loads what a first tool call needs, then opens the fence —
+   from the start when there is no MCP catalogue, else once `initialize` is answered (the
+   two share one interpreter lock); it imports the SDK and builds the server only when
+   asked to, which is at once when there is no catalogue;
 2. meanwhile the wire is taken over and the first frame read; when it is a plain
    `initialize`, the answer is written from workrail.mcp.handshake (the SDK's bytes,
    tested so) — at once when the MCP catalogue says a workflow can be started, else once
    the engine has said whether there is content;
-3. the catalogue's requests that follow (plain `tools/list`, `prompts/list`, a
-   `list_workflows` call) are answered from the SDK's own earlier answers
-   (workrail.mcp.catalog_cache), and other plain calls of
-   the engine's tools by running them (workrail.mcp.early_call, the SDK's bytes too),
-   and taken off the wire, until a request is left to the SDK;
+3. the requests that follow are answered here, each plain one: `tools/list`,
+   `prompts/list` and a `list_workflows` call from the SDK's own earlier answers
+   (workrail.mcp.catalog_cache), `ping` with its constant, `resources/list` and
+   `resources/templates/list` by WorkRail's own listing (workrail.mcp.resource_listing),
+   other calls of the engine's tools by running them (workrail.mcp.early_call) — each
+   the SDK's bytes, and taken off the wire — until a request is left to the SDK: only
+   then is the server built (or once more than HELD_FRAMES_MAX notifications wait for it).
+   A client that asks nothing else is served to its end without the SDK;
 4. once the server is built, every other frame read so far is replayed into it, the
-   `initialize` included: the SDK's own session state is what it would have been, and its
-   duplicate `initialize` answer is dropped. When the catalogue on disk was made under
-   another key, it is made again beside serving (workrail.mcp.catalog_gen).
+   `initialize` and the notifications included: the SDK's own session state is what it
+   would have been, and its duplicate `initialize` answer is dropped. When the catalogue
+   on disk was made under another key, it is made again beside serving
+   (workrail.mcp.catalog_gen).
 
 Every other message, and everything whenever the handshake module is not sure of the
 first `initialize`, is answered by the SDK's server, the same one `workrail mcp --http`
@@ -40,15 +46,18 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import anyio
 
 from workrail.mcp.catalog_cache import Catalogue, load_catalogue, situation_key
 from workrail.mcp.handshake import (
+    CONSTANT_RESULTS,
+    RESOURCE_LISTINGS,
     answer_cached_call,
     answer_initialize,
     answer_listing,
+    plain_listing,
     plain_request,
 )
 from workrail.mcp.wire import StdioWire, open_stdio_wire
@@ -62,12 +71,16 @@ if TYPE_CHECKING:
     from workrail.mcp.early_call import Calls
 
 log = logging.getLogger("workrail.mcp")
+_T = TypeVar("_T")
 
 CATALOGUE_WAIT_S: Final = 10.0
 """At the end of serving, how long a catalogue still being made may take to be written."""
 CALL_FIRST_WAIT_S: Final = 10.0
 """How long the loading thread waits, at most, for the early calls in flight before it
-goes on to the SDK (both need the one interpreter lock)."""
+goes on to the fence and the SDK (both need the one interpreter lock)."""
+HELD_FRAMES_MAX: Final = 64
+"""Frames held for the SDK's server (notifications, mostly) beyond which it is built, so
+that what waits for it stays bounded."""
 LOADING_SWITCH_INTERVAL_S: Final = 0.0005
 """The interpreter's thread switch interval while the server loads (the default is 5 ms):
 the loading thread and the early answers share one interpreter lock."""
@@ -81,7 +94,8 @@ def serve_stdio(
     sdk: bool = False,
 ) -> int:
     """Serve until the client closes stdin (or stops reading stdout); exit code 0 then.
-    `on_ready` runs once the server is built.
+    `on_ready` runs once every request can be answered without waiting for the start-up
+    (on WorkRail's transport, see _Loading).
 
     Our transport (workrail.mcp.stdio) unless `sdk`, which serves through the SDK's own
     stdio transport and middleware, the reference the fast path is tested against.
@@ -107,16 +121,17 @@ def serve_stdio_early(
     on_ready: Callable[[], None] | None = None,
 ) -> int:
     """WorkRail's transport, with the engine and the fence opened on the loading thread
-    beside the SDK's import (the fence once a first tool call can be answered: only the
-    SDK's server serves it). With `config`, the requests the MCP catalogue holds are
-    answered from it until the server is built (the loading starts once `initialize` is
-    answered), and the catalogue is made again after start-up when it was made under
-    another key; without `config` the loading starts at once."""
+    (the fence once a first tool call can be answered: only the SDK's server serves it).
+    With `config` and a catalogue made under its key, the loading starts once
+    `initialize` is answered, and the SDK's server is built only when a request needs it;
+    without `config` or such a catalogue the server is built from the start (and the
+    catalogue made again after start-up)."""
 
     def serve() -> None:
         # Plain asyncio: anyio's asyncio backend (tens of ms to import) loads on the
         # loading thread with the SDK, which runs on this same loop.
-        remaking = asyncio.run(_serve(_Loading(open_engine, open_fence), config, on_ready))
+        loading = _Loading(open_engine, open_fence, on_ready)
+        remaking = asyncio.run(_serve(loading, config))
         if remaking is not None:
             # A client that only listed and left still leaves a catalogue behind.
             remaking.join(CATALOGUE_WAIT_S)
@@ -147,16 +162,14 @@ def _is_broken_pipe(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno == errno.EPIPE
 
 
-async def _serve(
-    loading: _Loading, config: WorkrailConfig | None, on_ready: Callable[[], None] | None
-) -> threading.Thread | None:
+async def _serve(loading: _Loading, config: WorkrailConfig | None) -> threading.Thread | None:
     """Serve; the thread remaking the catalogue, if one was started."""
     previous_interval = sys.getswitchinterval()
     # While the loading thread imports, hand the interpreter lock over quickly when the
     # client is answered from here: these answers are what the client waits for.
     sys.setswitchinterval(LOADING_SWITCH_INTERVAL_S)
     if config is None:
-        loading.start()
+        loading.build()  # no catalogue to answer from: the SDK's server, at once
     try:
         wire = await open_stdio_wire()
     except BaseException:
@@ -169,16 +182,20 @@ async def _serve(
             key = situation_key(config)
             catalogue = load_catalogue(config, key)
         if catalogue is None:
-            loading.start()  # the SDK answers the catalogue's requests: load it at once
+            loading.build()  # the SDK answers the catalogue's requests: load it at once
         answered = await _answer_early(wire, loading, catalogue)
+        if not loading.building:
+            # Nothing is left for the SDK's server: stdin ended with every request answered
+            # here (or the start-up failed, which `ready` raises, ending the server so).
+            await loading.ready()
+            wire.close()
+            return None
         server, engine = await loading.server()
     except BaseException:
         wire.close()
         raise
     finally:
         sys.setswitchinterval(previous_interval)
-    if on_ready is not None:
-        on_ready()
     remaking = None
     if config is not None and (catalogue is None or situation_key(config) != key):
         remaking = _remake_catalogue(config, engine, server)
@@ -195,11 +212,12 @@ async def _serve(
 async def _answer_early(
     wire: StdioWire, loading: _Loading, catalogue: Catalogue | None
 ) -> tuple[int | str, bytes] | None:
-    """Answer what can be answered before the server is built: the first frame when it is
-    a plain `initialize`, then the catalogue's requests and plain calls of the engine's
-    tools (taken off the wire: the SDK never sees them). Returns (id, line) of the
-    `initialize` answer, else None. Every other frame read stays the wire's, for the SDK's
-    server, in order; once a request is left to it, so is every call after it."""
+    """Answer what can be answered without the server: the first frame when it is a
+    plain `initialize`, then the plain requests _answer_one knows (taken off the wire: the
+    SDK never sees them). Returns (id, line) of the `initialize` answer, else None, at
+    stdin's end or once the server is up. Every other frame read stays the wire's, for the
+    SDK's server, in order; once a request is left to it, so is every frame after it, and
+    the server is asked for (`loading.build`)."""
     built = loading.future()
     answered: tuple[int | str, bytes] | None = None
     results: dict[str, bytes] = {}
@@ -212,44 +230,68 @@ async def _answer_early(
         if not frame.done():
             return answered  # the server is up: the frame being read is the SDK's
         got = frame.result()
-        if got is None or isinstance(got, EOFError):
+        if isinstance(got, EOFError):
+            return answered
+        if got is None:
+            loading.build()  # a frame too long: the SDK's side answers its parse error
             return answered
         if not got.strip():
+            _take(wire, got)  # nothing to answer, nor to hold
             continue
         if answered is None:
-            runnable = catalogue is not None and catalogue.runnable
-            # With a workflow to start prompts are offered whatever the store holds;
-            # otherwise whether a session exists decides, once the engine is open.
-            offers_content = runnable or await loading.content()
-            answered = answer_initialize(got, offers_content=offers_content)
-            if answered is None:
-                return None  # not a plain initialize: the SDK answers everything
-            await wire.writer.line(answered[1])
-            # Only now: till `initialize` was answered the interpreter was the answer's.
-            loading.start()
-            if catalogue is None:
+            answered = await _answer_initialize(wire, loading, catalogue, got)
+            if answered is None or catalogue is None:
                 return answered
             revision = json.loads(answered[1])["result"]["protocolVersion"]
-            results = catalogue.results.get(revision, {})
+            results = {**catalogue.results.get(revision, {}), **CONSTANT_RESULTS}
             cached_calls = catalogue.calls.get(revision, {})
             continue
         line = None if held else await _answer_one(got, results, cached_calls, loading)
         if line is None:
             held = held or not _is_notification(got)
+            if held or len(wire.lead) > HELD_FRAMES_MAX:
+                loading.build()
             continue
-        if wire.lead and wire.lead[-1] is got:
-            wire.lead.pop()
+        _take(wire, got)
         await wire.writer.line(line)
+
+
+def _take(wire: StdioWire, frame: bytes) -> None:
+    """Take the frame just read off the wire: the SDK's server never sees it."""
+    if wire.lead and wire.lead[-1] is frame:
+        wire.lead.pop()
+
+
+async def _answer_initialize(
+    wire: StdioWire, loading: _Loading, catalogue: Catalogue | None, frame: bytes
+) -> tuple[int | str, bytes] | None:
+    """(id, line) of the answer to the first frame, written, when it is a plain
+    `initialize`; else None, with the server asked for: it answers everything."""
+    runnable = catalogue is not None and catalogue.runnable
+    # With a workflow to start prompts are offered whatever the store holds; otherwise
+    # whether a session exists decides, once the engine is open.
+    offers_content = runnable or await loading.content()
+    answered = answer_initialize(frame, offers_content=offers_content)
+    if answered is None:
+        loading.build()
+        return None
+    await wire.writer.line(answered[1])
+    # Only now: till `initialize` was answered the interpreter was the answer's.
+    loading.start()
+    return answered
 
 
 async def _answer_one(
     frame: bytes, results: dict[str, bytes], cached_calls: dict[str, bytes], loading: _Loading
 ) -> bytes | None:
-    """The line answering `frame` from the catalogue or by running the call; None when it
-    is the SDK's to answer."""
+    """The line answering `frame` from the catalogue, a constant, the resource listing or
+    by running the call; None when it is the SDK's to answer."""
     cached = answer_listing(frame, results) or answer_cached_call(frame, cached_calls)
     if cached is not None:
         return cached[1]
+    listing = plain_listing(frame, RESOURCE_LISTINGS)
+    if listing is not None:
+        return await _answer_resources(*listing, loading)
     if plain_request(frame, "tools/call") is None:
         return None  # decided without waiting for the engine
     with loading.early_call():
@@ -262,6 +304,20 @@ async def _answer_one(
         return await asyncio.to_thread(answer_call, *call)
 
 
+async def _answer_resources(request_id: int | str, method: str, loading: _Loading) -> bytes | None:
+    """A plain resource listing, answered by the listing the SDK's server runs (in a
+    worker thread, like a call: it reads the store); None when the server offers no
+    resources (its own answer says so) or the store cannot answer."""
+    with loading.early_call():
+        await loading.calls()  # loaded on the loading thread, so is resource_listing
+        if not await loading.content():
+            return None
+        engine = await loading.engine()
+        from workrail.mcp.resource_listing import answer_resource_listing
+
+        return await asyncio.to_thread(answer_resource_listing, request_id, method, engine)
+
+
 def _is_notification(frame: bytes) -> bool:
     try:
         message = json.loads(frame)
@@ -271,21 +327,31 @@ def _is_notification(frame: bytes) -> bool:
 
 
 class _Loading:
-    """The engine's and the fence's opening, the SDK's import and the server's build, in a
-    thread of their own."""
+    """The engine's and the fence's opening in a thread of their own, then, once asked
+    for (`build`), the SDK's import and the server's build.
+
+    `on_ready` runs on that thread once every request can be answered without waiting for
+    the start-up: when the fence is open if the server has not been asked for by then (it
+    is built on the first request that needs it), else once the server is built."""
 
     def __init__(
-        self, open_engine: Callable[[], Engine], open_fence: Callable[[], FenceService | None]
+        self,
+        open_engine: Callable[[], Engine],
+        open_fence: Callable[[], FenceService | None],
+        on_ready: Callable[[], None] | None = None,
     ) -> None:
-        self._content: concurrent.futures.Future[bool] = concurrent.futures.Future()
+        self._opened: concurrent.futures.Future[tuple[Engine, bool]] = concurrent.futures.Future()
         self._calls: concurrent.futures.Future[Calls] = concurrent.futures.Future()
+        self._ready: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._future: concurrent.futures.Future[tuple[MCPServer, Engine]] = (
             concurrent.futures.Future()
         )
         self._open_engine = open_engine
         self._open_fence = open_fence
+        self._on_ready = on_ready
         self._thread: threading.Thread | None = None
         self._wrapped: asyncio.Future[tuple[MCPServer, Engine]] | None = None
+        self._wanted = threading.Event()
         self._early = threading.Condition()
         self._early_calls = 0
 
@@ -293,6 +359,16 @@ class _Loading:
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="workrail-sdk-load", daemon=True)
             self._thread.start()
+
+    def build(self) -> None:
+        """Ask for the server: it is built as soon as the fence is open."""
+        self._wanted.set()
+        self.start()
+
+    @property
+    def building(self) -> bool:
+        """Whether the server has been asked for."""
+        return self._wanted.is_set()
 
     def future(self) -> asyncio.Future[tuple[MCPServer, Engine]]:
         """The server (and its engine), once built: one future on the event loop, so a
@@ -303,27 +379,37 @@ class _Loading:
 
     async def content(self) -> bool:
         """Whether prompts and resources are offered, once the engine is open."""
-        self.start()
-        try:
-            return await asyncio.wrap_future(self._content)
-        except BaseException:
-            await self.future()  # the same failure, retrieved here rather than left behind
-            raise
+        return (await self._wait(self._opened))[1]
+
+    async def engine(self) -> Engine:
+        return (await self._wait(self._opened))[0]
 
     async def calls(self) -> Calls:
         """The engine's tools, by name, once the engine is open and they are loaded."""
+        return await self._wait(self._calls)
+
+    async def ready(self) -> None:
+        """Once the fence is open: all but the server is loaded."""
+        await self._wait(self._ready)
+
+    async def server(self) -> tuple[MCPServer, Engine]:
+        self.build()
+        return await self.future()
+
+    async def _wait(self, step: concurrent.futures.Future[_T]) -> _T:
         self.start()
         try:
-            return await asyncio.wrap_future(self._calls)
+            return await asyncio.wrap_future(step)
         except BaseException:
-            await self.future()
+            if self._future.done():  # a failed start-up fails every step, this one first
+                await self.future()  # the same failure, retrieved here, not left behind
             raise
 
     @contextlib.contextmanager
     def early_call(self) -> Iterator[None]:
         """Around a call answered before the SDK: the loading thread, once the call can
-        run, waits for it to be answered before it imports the SDK, so the call the client
-        waits for has the interpreter to itself."""
+        run, waits for it to be answered before it opens the fence and imports the SDK, so
+        the call the client waits for has the interpreter to itself."""
         with self._early:
             self._early_calls += 1
         try:
@@ -337,10 +423,6 @@ class _Loading:
         with self._early:
             self._early.wait_for(lambda: self._early_calls == 0, CALL_FIRST_WAIT_S)
 
-    async def server(self) -> tuple[MCPServer, Engine]:
-        self.start()
-        return await self.future()
-
     def _run(self) -> None:
         try:
             engine = self._open_engine()
@@ -348,31 +430,63 @@ class _Loading:
 
             offers_content = has_content(engine)
         except BaseException as exc:
-            self._content.set_exception(exc)
-            self._calls.set_exception(exc)
-            self._future.set_exception(exc)
+            self._fail(exc)
             return
-        self._content.set_result(offers_content)
-        try:
-            # What a first tools/call needs, before the SDK (workrail.mcp.early_call).
-            from workrail.mcp.early_call import answer_call  # noqa: F401 (for the main thread)
-            from workrail.mcp.tool_calls import engine_tools
-
-            self._calls.set_result({spec.name: (spec, h) for spec, h in engine_tools(engine)})
-        except Exception:
-            log.warning("tool calls wait for the SDK's server", exc_info=True)
-            self._calls.set_result({})
+        self._opened.set_result((engine, offers_content))
+        self._calls.set_result(_early_calls(engine))
         self._after_early_calls()
         try:
             fence = self._open_fence()
-            from workrail.mcp.stdio_build import build_stdio_server
-
-            server = build_stdio_server(engine, fence, offers_content=offers_content)
-            import anyio._backends._asyncio  # noqa: F401 (what serving it runs on)
-
+            announced = not self._wanted.is_set()
+            if announced:
+                self._announce()
+        except BaseException as exc:
+            self._fail(exc)
+            return
+        self._ready.set_result(None)
+        self._wanted.wait()
+        try:
+            server = _build_server(engine, fence, offers_content)
+            if not announced:
+                self._announce()
             self._future.set_result((server, engine))
         except BaseException as exc:
             self._future.set_exception(exc)
+
+    def _announce(self) -> None:
+        if self._on_ready is not None:
+            self._on_ready()
+
+    def _fail(self, exc: BaseException) -> None:
+        """Every step not yet done fails with `exc`, the server first (see _wait)."""
+        for step in (self._future, self._opened, self._calls, self._ready):
+            if not step.done():
+                step.set_exception(exc)
+
+
+def _build_server(engine: Engine, fence: FenceService | None, offers_content: bool) -> MCPServer:
+    """The SDK's import and the server's build (the loading thread's longest step)."""
+    from workrail.mcp.stdio_build import build_stdio_server
+
+    server = build_stdio_server(engine, fence, offers_content=offers_content)
+    import anyio._backends._asyncio  # noqa: F401 (what serving it runs on)
+
+    return server
+
+
+def _early_calls(engine: Engine) -> Calls:
+    """The engine's tools by name, with what answering a first request without the SDK
+    needs loaded (workrail.mcp.early_call, workrail.mcp.resource_listing); none, with a
+    warning, when they cannot load (the SDK's server then answers the calls)."""
+    try:
+        from workrail.mcp.early_call import answer_call  # noqa: F401 (for the main thread)
+        from workrail.mcp.resource_listing import answer_resource_listing  # noqa: F401
+        from workrail.mcp.tool_calls import engine_tools
+
+        return {spec.name: (spec, h) for spec, h in engine_tools(engine)}
+    except Exception:
+        log.warning("tool calls wait for the SDK's server", exc_info=True)
+        return {}
 
 
 def _remake_catalogue(

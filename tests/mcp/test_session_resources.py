@@ -50,6 +50,13 @@ def stored(store: Store) -> str:
     return tree_digest(store.data_dir) if store.url is None else store.digest()
 
 
+async def settled(client: Client, store: Store) -> str:
+    """`stored(store)` once a first query has written the summary rows this process's
+    appends left pending (the files index writes them then, not on the append's path)."""
+    await client.list_resources()
+    return stored(store)
+
+
 async def _start(client: Client, goal: str) -> dict[str, Any]:
     return await ok(
         client, "start_workflow", {"workflowId": "probe-flow", "context": {"goal": goal}}
@@ -71,7 +78,7 @@ async def test_a_session_reads_as_summary_recap_and_a_call_that_continues_it(
     planned = await ok(client, "continue_workflow", advance_args(start, "planned the fix"))
     await ok(client, "continue_workflow", advance_args(planned, "built the fix"))
     sid = start["sessionId"]
-    before = stored(store)
+    before = await settled(client, store)
     body = await _read(client, PREFIX + sid)
     again = await _read(client, PREFIX + sid)
     assert stored(store) == before
@@ -104,7 +111,7 @@ async def test_recent_sessions_are_listed_newest_first_and_any_is_reachable(
     archived = (await _start(client, "put away"))["sessionId"]
     newest = (await _start(client, "newest work"))["sessionId"]
     engine.archive([archived]).unwrap()
-    before = stored(store)
+    before = await settled(client, store)
     listed = [r for r in (await client.list_resources()).resources if str(r.uri).startswith(PREFIX)]
     templates = (await client.list_resource_templates()).resource_templates
     assert stored(store) == before

@@ -202,6 +202,25 @@ def test_this_process_s_appends_are_written_before_its_next_query_or_at_close(
     )
 
 
+def test_rows_of_many_sessions_are_written_once_too_many_wait(data_dir: Path) -> None:
+    """A server that writes many sessions and is never queried: past `PENDING_MAX`
+    waiting sessions, the write that noted the last one writes all their rows."""
+    from workrail.store.local.summary_index import PENDING_MAX
+
+    backend = LocalBackend.open(data_dir)
+    chains = [Chain() for _ in range(PENDING_MAX + 1)]
+    for chain in chains[:-1]:
+        append(backend.sessions, chain.sess, chain.start())
+    assert not (data_dir / INDEX).exists()
+    append(backend.sessions, chains[-1].sess, chains[-1].start())
+    raw = sqlite3.connect(data_dir / INDEX)
+    try:
+        rows = {sid for (sid,) in raw.execute("SELECT session_id FROM summaries")}
+    finally:
+        raw.close()
+    assert rows == {chain.sess for chain in chains}
+
+
 def test_a_query_waits_for_no_append_and_an_append_for_no_query(data_dir: Path) -> None:
     """A query holding the index projects a session that is being appended to: the append
     must not wait for the index while it holds the session (it once did, and the two

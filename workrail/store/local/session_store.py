@@ -106,6 +106,10 @@ class CommitObserver(Protocol):
 
     def committed(self, log: SessionLog, last_activity: datetime) -> None: ...
 
+    def settle(self) -> None:
+        """After a write, its locks released: the moment for work `committed` put off
+        (the summary index writes its pending rows once too many wait)."""
+
     def deleted(self, session_id: str) -> None: ...
 
 
@@ -364,6 +368,8 @@ class LocalSessionStore(LogStore):
         if txn.staged is not None and not txn.published:
             # Nothing was created: leave no empty directory that looks like a session.
             _remove_if_empty(session_dir)
+        if self._observer is not None:
+            self._observer.settle()
         return result
 
     @contextmanager

@@ -8,10 +8,11 @@ session's manifest, lifecycle record and newest segment it was projected from
 each and re-projects what changed, drops what was deleted and adds what is new — so a
 session written by another process (ours or the reference's) is never listed stale.
 Appends made in this process are only noted (`committed`): their rows are projected and
-written in one go before this process's next query, or when the index is closed, so an
-advance never waits for the index (another process meanwhile sees the row stale, and
-projects the session itself). An index of another schema or projection version, or one SQLite cannot read, is
-thrown away and rebuilt.
+written in one go before this process's next query, when the index is closed, or once
+more than `PENDING_MAX` sessions wait, so an advance never waits for the index (another
+process meanwhile sees the row stale, and projects the session itself). An index of
+another schema or projection version, or one SQLite cannot read, is thrown away and
+rebuilt.
 
 The index is written with `synchronous=OFF`: losing it costs a rebuild, never a session.
 After a reboot (the kernel's boot id changed) it is checked once before use. It runs in
@@ -80,6 +81,10 @@ log = logging.getLogger("workrail.store.index")
 
 REMEMBERED_TERMS: Final = 256
 """Sessions whose last-written corpus terms this process keeps, to write only changes."""
+PENDING_MAX: Final = 32
+"""Sessions whose rows may wait for the next query; past that, the write that noted the
+last one writes them all once its locks are released (while the sessions are likely still
+in the store's cache), so neither a long-idle query nor the close has thousands to do."""
 
 
 class LocalSessionQuery:
@@ -298,6 +303,14 @@ class LocalSessionQuery:
         append's caller never waits for the projection."""
         with self._pending_lock:
             self._pending[session_log.session_id] = None
+
+    def settle(self) -> None:
+        """A write of this process is done: write the pending rows if too many wait."""
+        with self._pending_lock:
+            overfull = len(self._pending) > PENDING_MAX
+        if overfull:
+            with self._mutex:
+                self._flush_pending()
 
     def _flush_pending(self) -> None:
         """Project and write the rows of this process's appends not yet written, in one

@@ -112,11 +112,12 @@ def test_a_constant_answer_is_the_sdks_for_every_revision(
 ) -> None:
     """`ping`, answered without the SDK once `initialize` was, plain (no params, or
     empty ones)."""
+    shapes: list[dict[str, Any]] = [{}, {"params": {}}]
     for method in CONSTANT_RESULTS:
         frames = [
             _frame({"jsonrpc": "2.0", "id": request_id, "method": method, **shape})
             for request_id in [1, 0, -7, 2**53 - 1, "ping-1", "a"]
-            for shape in ({}, {"params": {}})
+            for shape in shapes
         ]
         sdk = sdk_answer_lines(servers[offers], revision, frames)
         for frame, expected in zip(frames, sdk, strict=True):

@@ -47,7 +47,8 @@ def _frame(request_id: Any, method: str, **shape: Any) -> bytes:
 def test_each_listing_is_the_sdks_answer_for_every_revision(
     listed: Engine, server: MCPServer, revision: str, method: str
 ) -> None:
-    frames = [_frame(i, method, **shape) for i in IDS for shape in ({}, {"params": {}})]
+    shapes: list[dict[str, Any]] = [{}, {"params": {}}]
+    frames = [_frame(i, method, **shape) for i in IDS for shape in shapes]
     sdk = sdk_answer_lines(server, revision, frames)
     for frame, expected in zip(frames, sdk, strict=True):
         plain = plain_listing(frame, RESOURCE_LISTINGS)

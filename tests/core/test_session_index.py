@@ -467,3 +467,21 @@ def test_best_tip_matches_the_per_tip_definition(moves: list[tuple[int, bool]]) 
         below = index.descendant_tips(name)
         assert index.best_tip(below) == _naive_best_tip(index, below)
         assert index.best_tip_below(name) == _naive_best_tip(index, below)
+
+
+def test_best_tip_below_counts_tips_created_before_the_run_started() -> None:
+    """A tip created before run_started lies below `node_a` and scores highest; the run's
+    preferred tip, which falls back to the run's own tips then, is not the best below."""
+    log = Log()
+    log.node("node_a", None)  # 0: before the run started
+    log.node("node_q", "node_a")  # 1
+    log.edge("node_a", "node_q")  # 2
+    log.run()  # 3
+    log.node("node_p", "node_a")  # 4: the run's only tip
+    log.edge("node_a", "node_p")  # 5
+    log.activity("node_q")  # 6: the latest activity, on the pre-run tip
+    index = log.index()
+    below = index.descendant_tips("node_a")
+    assert sorted(below) == ["node_p", "node_q"]
+    assert index.best_tip(below) == _naive_best_tip(index, below) == "node_q"
+    assert index.best_tip_below("node_a") == "node_q"

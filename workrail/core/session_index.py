@@ -280,7 +280,14 @@ class SessionIndex:
         always created before its child). Otherwise every tip below is scored."""
         node = self.nodes.get(node_id)
         scored = None if node is None else self.preferred_tip_scored(node.run_id)
-        if node is not None and scored is not None and self._edge_path(node, scored[0]):
+        touch = None if node is None else self.touched.get(node.run_id)
+        if (
+            node is not None
+            and scored is not None
+            and touch is not None
+            and scored[1] == touch[0]  # not the fallback: nothing below can score higher
+            and self._edge_path(node, scored[0])
+        ):
             return scored[0]
         return self.best_tip(self.descendant_tips(node_id))
 

@@ -270,3 +270,40 @@ def test_terms_another_connection_wrote_are_replaced_not_assumed(data_dir: Path)
     assert {"alpha", "beta", "parser"} <= set(kept)
     other.query.rebuild().unwrap()
     assert indexed_rows(other)[sid]["corpus"].split() == kept
+
+
+def test_a_lifecycle_change_on_a_pending_session_reaches_another_process(
+    data_dir: Path,
+) -> None:
+    """Process A appends (its row pending), process B's query projects the session, then
+    A records the workspace (as start_workflow does right after its append): B must not
+    keep its row, workspace-less, as current (it once did, until A queried or closed)."""
+    from workrail.core.lifecycle import SessionLifecycle
+
+    a = LocalBackend.open(data_dir)
+    b = LocalBackend.open(data_dir)
+    chain = Chain()
+    append(a.sessions, chain.sess, chain.start())
+    assert _ids(b) == {chain.sess}  # B projects it and writes its row
+    a.lifecycle.put(chain.sess, SessionLifecycle(workspace_path="/w/proj")).unwrap()
+    assert _ids(b, workspace="/w/proj") == {chain.sess}
+    found = b.query.candidates(CandidateQuery(workspace="/w/proj")).unwrap()
+    assert chain.sess in {s.session_id for s in found}
+
+
+def test_a_lifecycle_change_never_stamps_a_row_another_process_made_stale(
+    data_dir: Path,
+) -> None:
+    """An archive after another process's append: the row is projected again, not patched
+    under the new identity with the old event count."""
+    from workrail.core.lifecycle import SessionLifecycle
+
+    backend = LocalBackend.open(data_dir)
+    chain = Chain()
+    append(backend.sessions, chain.sess, chain.start())
+    assert backend.query.get([chain.sess]).unwrap()[chain.sess].event_count == 3
+    append(_foreign_store(data_dir), chain.sess, chain.advance())
+    backend.lifecycle.put(chain.sess, SessionLifecycle(archived=True)).unwrap()
+    summary = backend.query.get([chain.sess]).unwrap()[chain.sess]
+    assert summary.event_count == 6
+    assert summary.archived

@@ -348,20 +348,22 @@ class Engine:
         return resume_uc.resume(self.deps, request)
 
     def session_recap(self, session_ref: str) -> Result[recap_uc.SessionRecap, EngineError]:
-        """One session's summary, each run's recap and a rehydrate call; never writes."""
+        """One session's summary, each run's recap and a rehydrate call; writes no
+        session (only, on files, the index rows this process's own appends left pending)."""
         from workrail.engine import session_recap as recap_uc
 
         return recap_uc.session_recap(self.deps, session_ref)
 
     def recent_sessions(self, limit: int = 20) -> Result[list[SessionSummary], EngineError]:
-        """The most recently active unarchived sessions, newest first; never writes."""
+        """The most recently active unarchived sessions, newest first; writes no session
+        (only, on files, the index rows this process's own appends left pending)."""
         from workrail.engine import session_recap as recap_uc
 
         return recap_uc.recent_sessions(self.deps, limit)
 
     def workflow_stats(self, workflow_id: str) -> Result[stats_uc.WorkflowStats, EngineError]:
         """Per-step figures (reached, completed, blocked, time, iterations, metrics) over
-        the newest runs of `workflow_id` in the store; never writes."""
+        the newest runs of `workflow_id` in the store; writes no session."""
         from workrail.engine import workflow_stats as stats_uc
 
         return stats_uc.workflow_stats(self.deps, workflow_id)

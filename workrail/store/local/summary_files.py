@@ -99,6 +99,13 @@ def lights(rows: dict[str, str]) -> dict[str, str]:
     return {sid: ident.split("|", 1)[0] for sid, ident in rows.items()}
 
 
+def same_log(stored: str, current: str) -> bool:
+    """Whether two identities name the same log (manifest, `events/`, newest segment),
+    whatever their lifecycle records."""
+    a, b = stored.split("|"), current.split("|")
+    return len(a) == len(b) == 4 and a[0] == b[0] and a[2:] == b[2:]
+
+
 def segment_in(identity: str | None) -> str | None:
     """The segment an identity was taken with (its fourth part, before the '@')."""
     parts = (identity or "").split("|")

@@ -9,15 +9,17 @@ each and re-projects what changed, drops what was deleted and adds what is new â
 session written by another process (ours or the reference's) is never listed stale.
 Appends made in this process are only noted (`committed`): their rows are projected and
 written in one go before this process's next query, when the index is closed, or once
-more than `PENDING_MAX` sessions wait, so an advance never waits for the index (another
-process meanwhile sees the row stale, and projects the session itself). An index of
-another schema or projection version, or one SQLite cannot read, is thrown away and
-rebuilt.
+more than `PENDING_MAX` sessions wait (by the write that noted the last one), so an
+advance does not wait for the index (another process meanwhile sees the row stale, and
+projects the session itself). A lifecycle change of a pending session marks its row
+stale. An index of another schema or projection version, or one SQLite cannot read, is
+thrown away and rebuilt.
 
 The index is written with `synchronous=OFF`: losing it costs a rebuild, never a session.
 After a reboot (the kernel's boot id changed) it is checked once before use. It runs in
 rollback-journal mode, so a read-only query creates and changes no file: `candidates`
-(resume_session) never writes, and when rows are stale it works on an in-memory copy.
+(resume_session) writes nothing but the rows this process's own appends left pending, and
+when rows are stale it works on an in-memory copy.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from workrail.store.local.summary_files import (
     IndexUnavailable,
     SessionFiles,
     lights,
+    same_log,
 )
 from workrail.store.local.summary_table import (
     INDEX_RELPATH,
@@ -334,17 +337,28 @@ class LocalSessionQuery:
         self, session_id: str, lifecycle: SessionLifecycle, written_at: datetime
     ) -> None:
         with self._pending_lock:
-            if session_id in self._pending:
-                return  # its pending projection reads the new record
+            pending = session_id in self._pending
         try:
             with self._mutex:
                 conn = self._open()
+                if pending:
+                    # Its pending projection reads the new record; meanwhile no process
+                    # may take a row written before (another's, perhaps) as current.
+                    self._stale(conn, session_id)
+                    return
                 begin(conn)  # the terms read below are what this transaction rewrites
                 summary = summary_of(conn, session_id, strict=False)
                 ident = self._files.fresh(session_id)
                 if summary is None or ident is None:
                     conn.rollback()
                     return  # the next query projects it
+                stored = stored_identity(conn, session_id)
+                if stored is None or not same_log(stored, ident):
+                    # The log changed since the row was projected (another process's
+                    # append): patching the record would stamp old content as current.
+                    conn.rollback()
+                    self._stale(conn, session_id)
+                    return
                 summary = replace(
                     summary, archived=lifecycle.archived, workspace_path=lifecycle.workspace_path
                 )
@@ -353,6 +367,15 @@ class LocalSessionQuery:
         except Exception:
             log.warning("session index not updated after a lifecycle change", exc_info=True)
             self._forget_row(session_id)
+
+    def _stale(self, conn: sqlite3.Connection, session_id: str) -> None:
+        """Mark the session's row, if it has one, for projecting again."""
+        if stored_identity(conn, session_id) is None:
+            return
+        mark_stale(conn, session_id)
+        conn.commit()
+        if self._known is not None and session_id in self._known:
+            self._known[session_id] = ""
 
     def deleted(self, session_id: str) -> None:
         with self._pending_lock:

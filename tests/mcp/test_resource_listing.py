@@ -96,7 +96,9 @@ def test_a_store_that_cannot_list_sessions_is_left_to_the_sdk(listed: Engine) ->
 
 def _answered_early(engine: Engine, frame: bytes) -> bytes | None:
     async def answer() -> bytes | None:
-        return await _answer_one(frame, {}, {}, _Loading(lambda: engine, lambda: None))
+        answered = await _answer_one(frame, {}, {}, _Loading(lambda: engine, lambda: None))
+        assert answered is None or isinstance(answered, bytes)  # a listing, not a call
+        return answered
 
     return asyncio.run(answer())
 

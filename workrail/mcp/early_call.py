@@ -16,6 +16,7 @@ from typing import Any
 from pydantic_core import to_json
 from returns.result import Failure
 
+from workrail.engine.api import error
 from workrail.mcp.handshake import plain_tool_call
 from workrail.mcp.schemas import ToolSpec
 from workrail.mcp.tool_calls import Handler, call_tool, tool_text
@@ -45,15 +46,23 @@ def answer_call(
     the result's fields in its order, `structuredContent` on success only."""
     outcome = call_tool(spec, handler, arguments)
     if isinstance(outcome, Failure):
-        result: dict[str, Any] = {
-            "content": [{"text": tool_text(outcome.failure().to_envelope()), "type": "text"}],
-            "isError": True,
-        }
-    else:
-        payload = outcome.unwrap()
-        result = {
-            "content": [{"text": tool_text(payload), "type": "text"}],
-            "isError": False,
-            "structuredContent": payload,
-        }
+        return _failure_line(request_id, outcome.failure().to_envelope())
+    payload = outcome.unwrap()
+    result = {
+        "content": [{"text": tool_text(payload), "type": "text"}],
+        "isError": False,
+        "structuredContent": payload,
+    }
+    return to_json({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
+def internal_error_line(request_id: int | str, tool_name: str) -> bytes:
+    """The answer to a call whose answer could not be made: INTERNAL_ERROR, as
+    `call_tool` gives for a call that failed unexpectedly."""
+    failed = error("INTERNAL_ERROR", f"{tool_name} failed unexpectedly.")
+    return _failure_line(request_id, failed.to_envelope())
+
+
+def _failure_line(request_id: int | str, envelope: dict[str, Any]) -> bytes:
+    result = {"content": [{"text": tool_text(envelope), "type": "text"}], "isError": True}
     return to_json({"jsonrpc": "2.0", "id": request_id, "result": result})

@@ -4,7 +4,8 @@ workrail/engine/session_recap.py). resources/list offers the most recently activ
 the template reaches any session, by its id or a unique start of it (both listed by
 workrail.mcp.resource_listing, without the SDK).
 
-Read-only: listing and reading never write to the store (no index refresh either).
+Read-only: listing and reading write no session (on files, a first query writes only the
+index rows this process's own appends left pending).
 Unknown or malformed ids answer JSON-RPC -32602 with the engine's message.
 """
 

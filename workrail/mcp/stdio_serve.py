@@ -45,7 +45,7 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import anyio
@@ -176,6 +176,7 @@ async def _serve(loading: _Loading, config: WorkrailConfig | None) -> threading.
         sys.setswitchinterval(previous_interval)
         raise
     key = None
+    in_flight: set[asyncio.Task[None]] = set()
     try:
         catalogue = None
         if config is not None:
@@ -183,10 +184,13 @@ async def _serve(loading: _Loading, config: WorkrailConfig | None) -> threading.
             catalogue = load_catalogue(config, key)
         if catalogue is None:
             loading.build()  # the SDK answers the catalogue's requests: load it at once
-        answered = await _answer_early(wire, loading, catalogue)
+        else:
+            in_flight.add(asyncio.ensure_future(_restore_when_idle(loading, previous_interval)))
+        answered = await _answer_early(wire, loading, catalogue, in_flight)
         if not loading.building:
             # Nothing is left for the SDK's server: stdin ended with every request answered
             # here (or the start-up failed, which `ready` raises, ending the server so).
+            await _answered(in_flight)
             await loading.ready()
             wire.close()
             return None
@@ -206,11 +210,30 @@ async def _serve(loading: _Loading, config: WorkrailConfig | None) -> threading.
     calls = None if answered is None else await loading.calls()
     async with stdio_streams(wire, answered=answered, calls=calls) as (read_stream, write_stream):
         await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+        await _answered(in_flight)  # early calls still running write on the same wire
     return remaking
 
 
+async def _restore_when_idle(loading: _Loading, interval: float) -> None:
+    """The default switch interval again once the loading thread waits with nothing to
+    load (a lazy server's SDK not asked for): nothing competes for the interpreter then."""
+    with contextlib.suppress(BaseException):
+        await loading.ready()
+        if not loading.building:
+            sys.setswitchinterval(interval)
+
+
+async def _answered(in_flight: set[asyncio.Task[None]]) -> None:
+    """Once every early call still running has written its answer."""
+    if in_flight:
+        await asyncio.gather(*in_flight, return_exceptions=True)
+
+
 async def _answer_early(
-    wire: StdioWire, loading: _Loading, catalogue: Catalogue | None
+    wire: StdioWire,
+    loading: _Loading,
+    catalogue: Catalogue | None,
+    in_flight: set[asyncio.Task[None]],
 ) -> tuple[int | str, bytes] | None:
     """Answer what can be answered without the server: the first frame when it is a
     plain `initialize`, then the plain requests _answer_one knows (taken off the wire: the
@@ -246,14 +269,25 @@ async def _answer_early(
             results = {**catalogue.results.get(revision, {}), **CONSTANT_RESULTS}
             cached_calls = catalogue.calls.get(revision, {})
             continue
-        line = None if held else await _answer_one(got, results, cached_calls, loading)
-        if line is None:
+        answer = None if held else await _answer_one(got, results, cached_calls, loading)
+        if answer is None:
             held = held or not _is_notification(got)
             if held or len(wire.lead) > HELD_FRAMES_MAX:
                 loading.build()
             continue
         _take(wire, got)
-        await wire.writer.line(line)
+        if isinstance(answer, bytes):
+            await wire.writer.line(answer)
+            continue
+        # A tool call runs beside the frames that follow, as the SDK's server runs them:
+        # a ping or another call is not held behind a slow one.
+        task = asyncio.ensure_future(_write_answer(wire, answer))
+        in_flight.add(task)
+        task.add_done_callback(in_flight.discard)
+
+
+async def _write_answer(wire: StdioWire, answer: Awaitable[bytes]) -> None:
+    await wire.writer.line(await answer)
 
 
 def _take(wire: StdioWire, frame: bytes) -> None:
@@ -283,9 +317,10 @@ async def _answer_initialize(
 
 async def _answer_one(
     frame: bytes, results: dict[str, bytes], cached_calls: dict[str, bytes], loading: _Loading
-) -> bytes | None:
-    """The line answering `frame` from the catalogue, a constant, the resource listing or
-    by running the call; None when it is the SDK's to answer."""
+) -> bytes | Coroutine[Any, Any, bytes] | None:
+    """The line answering `frame` from the catalogue, a constant or the resource listing;
+    for a tool call, the coroutine that runs it and gives its line; None when it is the
+    SDK's to answer."""
     cached = answer_listing(frame, results) or answer_cached_call(frame, cached_calls)
     if cached is not None:
         return cached[1]
@@ -294,14 +329,33 @@ async def _answer_one(
         return await _answer_resources(*listing, loading)
     if plain_request(frame, "tools/call") is None:
         return None  # decided without waiting for the engine
-    with loading.early_call():
+    loading.early_begin()  # from now: the loading thread waits for it to be answered
+    try:
         calls = await loading.calls()  # loaded on the loading thread, so is early_call
-        from workrail.mcp.early_call import answer_call, tool_call
+    except BaseException:
+        loading.early_end()
+        raise
+    from workrail.mcp.early_call import tool_call
 
-        call = tool_call(frame, calls)
-        if call is None:
-            return None
+    call = tool_call(frame, calls)
+    if call is None:
+        loading.early_end()
+        return None
+    return _run_call(call, loading)
+
+
+async def _run_call(call: tuple[int | str, Any, Any, dict[str, Any]], loading: _Loading) -> bytes:
+    """The call's answer, run on a worker thread (it blocks: it fsyncs); an answer that
+    could not be made is an INTERNAL_ERROR result, never a request left unanswered."""
+    from workrail.mcp.early_call import answer_call, internal_error_line
+
+    try:
         return await asyncio.to_thread(answer_call, *call)
+    except Exception:
+        log.exception("an early tool call could not be answered")
+        return internal_error_line(call[0], call[1].name)
+    finally:
+        loading.early_end()
 
 
 async def _answer_resources(request_id: int | str, method: str, loading: _Loading) -> bytes | None:
@@ -315,7 +369,12 @@ async def _answer_resources(request_id: int | str, method: str, loading: _Loadin
         engine = await loading.engine()
         from workrail.mcp.resource_listing import answer_resource_listing
 
-        return await asyncio.to_thread(answer_resource_listing, request_id, method, engine)
+        try:
+            return await asyncio.to_thread(answer_resource_listing, request_id, method, engine)
+        except Exception:
+            # The SDK's server answers it (with its error, if it fails there too).
+            log.warning("resources listed by the SDK's server instead", exc_info=True)
+            return None
 
 
 def _is_notification(frame: bytes) -> bool:
@@ -410,14 +469,21 @@ class _Loading:
         """Around a call answered before the SDK: the loading thread, once the call can
         run, waits for it to be answered before it opens the fence and imports the SDK, so
         the call the client waits for has the interpreter to itself."""
-        with self._early:
-            self._early_calls += 1
+        self.early_begin()
         try:
             yield
         finally:
-            with self._early:
-                self._early_calls -= 1
-                self._early.notify_all()
+            self.early_end()
+
+    def early_begin(self) -> None:
+        """`early_call`'s start, for a call whose answer is awaited elsewhere."""
+        with self._early:
+            self._early_calls += 1
+
+    def early_end(self) -> None:
+        with self._early:
+            self._early_calls -= 1
+            self._early.notify_all()
 
     def _after_early_calls(self) -> None:
         with self._early:

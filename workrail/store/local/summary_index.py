@@ -302,8 +302,8 @@ class LocalSessionQuery:
 
     def committed(self, session_log: SessionLog, last_activity: datetime) -> None:
         """An append of this process (the writer is held): noted only. Its row is written
-        by `_flush_pending`, before the next query of this process or at `close`, so the
-        append's caller never waits for the projection."""
+        by `_flush_pending`, before the next query of this process, at `close`, or by
+        `settle` once too many wait, so the append itself never projects."""
         with self._pending_lock:
             self._pending[session_log.session_id] = None
 
@@ -397,8 +397,7 @@ class LocalSessionQuery:
             with self._mutex:
                 if self._conn is not None:
                     self._conn.rollback()
-                    mark_stale(self._conn, session_id)
-                    self._conn.commit()
+                    self._stale(self._conn, session_id)
         except sqlite3.Error:
             pass
 

@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 import pytest
+from returns.result import Success
 
 from tests.engine.conftest import memory_engine
 from tests.mcp.servers import INITIALIZE
@@ -161,10 +162,10 @@ def test_an_early_call_runs_beside_the_requests_after_it(monkeypatch: pytest.Mon
 def test_an_early_call_that_cannot_be_answered_gets_an_internal_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    def broken(*_: Any) -> bytes:
-        raise RuntimeError("the answer could not be made")
-
-    monkeypatch.setattr(early_call, "answer_call", broken)
+    """A payload that does not serialise: the answer is an INTERNAL_ERROR result (on
+    either stdio path: the guard is answer_call's own), not a request left unanswered."""
+    unwritable = Success({"value": object()})
+    monkeypatch.setattr(early_call, "call_tool", lambda *_: unwritable)
     wire = _wire([_call(2)])
     _early(wire)
     assert wire.writer.ids == [1, 2]

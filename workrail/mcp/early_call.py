@@ -10,16 +10,18 @@ this module is not sure of is left to the SDK (None), as workrail.mcp.handshake 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic_core import to_json
 from returns.result import Failure
 
-from workrail.engine.api import error
 from workrail.mcp.handshake import plain_tool_call
 from workrail.mcp.schemas import ToolSpec
-from workrail.mcp.tool_calls import Handler, call_tool, tool_text
+from workrail.mcp.tool_calls import Handler, call_tool, tool_text, unexpected_failure
+
+log = logging.getLogger("workrail.mcp")
 
 Calls = Mapping[str, tuple[ToolSpec, Handler]]
 """Tool name → its spec and handler: the calls this module may answer."""
@@ -43,24 +45,23 @@ def answer_call(
     request_id: int | str, spec: ToolSpec, handler: Handler, arguments: dict[str, Any]
 ) -> bytes:
     """Run the call (blocking) and return the answer's line, as the SDK's server writes it:
-    the result's fields in its order, `structuredContent` on success only."""
+    the result's fields in its order, `structuredContent` on success only. An answer that
+    cannot be made (a payload that does not serialise) is an INTERNAL_ERROR result, never
+    a request left unanswered."""
     outcome = call_tool(spec, handler, arguments)
     if isinstance(outcome, Failure):
         return _failure_line(request_id, outcome.failure().to_envelope())
     payload = outcome.unwrap()
-    result = {
-        "content": [{"text": tool_text(payload), "type": "text"}],
-        "isError": False,
-        "structuredContent": payload,
-    }
-    return to_json({"jsonrpc": "2.0", "id": request_id, "result": result})
-
-
-def internal_error_line(request_id: int | str, tool_name: str) -> bytes:
-    """The answer to a call whose answer could not be made: INTERNAL_ERROR, as
-    `call_tool` gives for a call that failed unexpectedly."""
-    failed = error("INTERNAL_ERROR", f"{tool_name} failed unexpectedly.")
-    return _failure_line(request_id, failed.to_envelope())
+    try:
+        result = {
+            "content": [{"text": tool_text(payload), "type": "text"}],
+            "isError": False,
+            "structuredContent": payload,
+        }
+        return to_json({"jsonrpc": "2.0", "id": request_id, "result": result})
+    except Exception:
+        log.exception("%s: the answer could not be written", spec.name)
+        return _failure_line(request_id, unexpected_failure(spec.name).to_envelope())
 
 
 def _failure_line(request_id: int | str, envelope: dict[str, Any]) -> bytes:

@@ -96,8 +96,9 @@ def resource_entries(engine: Engine) -> Result[list[Entry], EngineError]:
 
 def answer_resource_listing(request_id: int | str, method: str, engine: Engine) -> bytes | None:
     """The answer's line to a plain `method` request (resources/list or
-    resources/templates/list), as the SDK's server writes it; None when the store cannot list sessions (the SDK's server then
-    answers with its error). Blocking: it reads the store."""
+    resources/templates/list), as the SDK's server writes it; None when the store cannot
+    list sessions (the SDK's server then answers with its error). Blocking: it reads the
+    store."""
     if method == "resources/templates/list":
         result = {"resourceTemplates": [_wire_order(t) for t in RESOURCE_TEMPLATES]}
     else:

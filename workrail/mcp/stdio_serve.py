@@ -345,15 +345,11 @@ async def _answer_one(
 
 
 async def _run_call(call: tuple[int | str, Any, Any, dict[str, Any]], loading: _Loading) -> bytes:
-    """The call's answer, run on a worker thread (it blocks: it fsyncs); an answer that
-    could not be made is an INTERNAL_ERROR result, never a request left unanswered."""
-    from workrail.mcp.early_call import answer_call, internal_error_line
+    """The call's answer, run on a worker thread (it blocks: it fsyncs)."""
+    from workrail.mcp.early_call import answer_call
 
     try:
         return await asyncio.to_thread(answer_call, *call)
-    except Exception:
-        log.exception("an early tool call could not be answered")
-        return internal_error_line(call[0], call[1].name)
     finally:
         loading.early_end()
 

@@ -154,6 +154,11 @@ def engine_tools(engine: Engine) -> list[tuple[ToolSpec, Handler]]:
     ]
 
 
+def unexpected_failure(tool_name: str) -> EngineError:
+    """What a call that failed unexpectedly answers (its traceback stays in the log)."""
+    return error("INTERNAL_ERROR", f"{tool_name} failed unexpectedly.")
+
+
 def call_tool(
     spec: ToolSpec, handler: Handler, arguments: dict[str, Any]
 ) -> Result[dict[str, Any], ToolFailure]:
@@ -164,7 +169,7 @@ def call_tool(
         outcome = _validated_call(spec, handler, arguments)
     except Exception:
         log.exception("%s failed unexpectedly", spec.name)
-        return Failure(error("INTERNAL_ERROR", f"{spec.name} failed unexpectedly."))
+        return Failure(unexpected_failure(spec.name))
     elapsed_ms = (time.perf_counter() - started) * 1000
     if isinstance(outcome, Failure):
         err = outcome.failure()

@@ -14,7 +14,7 @@ from mcp.shared.message import SessionMessage
 from workrail.engine.api import Engine
 from workrail.mcp import build_server
 from workrail.mcp.early_call import Calls, answer_call, tool_call
-from workrail.mcp.handshake import HANDSHAKE_PROTOCOL_VERSIONS
+from workrail.mcp.handshake import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from workrail.mcp.stdio import parse_frame, wire_bytes
 from workrail.mcp.tool_calls import engine_tools
 
@@ -115,9 +115,101 @@ def test_each_call_is_answered_with_the_sdks_bytes(
         assert got == expected, params
 
 
+def _envelope(revision: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "io.modelcontextprotocol/protocolVersion": revision,
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+        **extra,
+    }
+
+
+def _modern(params: dict[str, Any], revision: str) -> dict[str, Any]:
+    """`params` as a 2026-era client sends them: its envelope in `_meta`."""
+    return {**params, "_meta": {**_envelope(revision), **params.get("_meta", {})}}
+
+
+@pytest.mark.parametrize("revision", MODERN_PROTOCOL_VERSIONS)
+def test_each_call_of_the_2026_era_is_answered_with_the_sdks_bytes(
+    engine: Engine, calls: Calls, revision: str
+) -> None:
+    capabilities = {"roots": {"listChanged": True}, "sampling": {}, "elicitation": {"form": {}}}
+    info = {"name": "agent-é", "version": "2.0", "title": "An agent"}
+    odd_envelopes = [
+        {"name": "list_workflows", "_meta": {"io.modelcontextprotocol/clientInfo": info}},
+        {
+            "name": "list_workflows",
+            "_meta": {"io.modelcontextprotocol/clientCapabilities": capabilities},
+        },
+    ]
+    params = [_modern(p, revision) for p in CALLS + odd_envelopes]
+    without_info = _modern({"name": "list_workflows"}, revision)
+    del without_info["_meta"]["io.modelcontextprotocol/clientInfo"]
+    params.append(without_info)
+    frames = [_frame(i, p) for i, p in enumerate(params, start=1)]
+    server = build_server(engine)
+    sdk = anyio.run(_sdk_answers, server, frames)
+    stamp = server._lowlevel_server.server_info_stamp
+    ours = []
+    for frame in frames:
+        call = tool_call(frame, calls, modern=True)
+        assert call is not None, frame
+        assert tool_call(frame, calls) is None  # never taken for a handshake-era call
+        ours.append(answer_call(*call, stamp))
+    for expected, got, sent in zip(sdk, ours, params, strict=True):
+        assert got == expected, sent
+    assert b'"resultType":"complete"' in ours[0]
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [
+        {},
+        {"progressToken": 1},
+        _envelope("2025-11-25"),
+        _envelope("2026-07-29"),
+        _envelope(20260728),  # type: ignore[arg-type]
+        _envelope(MODERN_PROTOCOL_VERSIONS[-1], **{"io.modelcontextprotocol/logLevel": "info"}),
+        _envelope(MODERN_PROTOCOL_VERSIONS[-1], other=1),
+        _envelope(MODERN_PROTOCOL_VERSIONS[-1], progressToken=True),
+        _envelope(MODERN_PROTOCOL_VERSIONS[-1], progressToken=None),
+        _envelope(MODERN_PROTOCOL_VERSIONS[-1], **{"io.modelcontextprotocol/clientInfo": 7}),
+        _envelope(MODERN_PROTOCOL_VERSIONS[-1], **{"io.modelcontextprotocol/clientInfo": {}}),
+        _envelope(
+            MODERN_PROTOCOL_VERSIONS[-1], **{"io.modelcontextprotocol/clientCapabilities": []}
+        ),
+        _envelope(
+            MODERN_PROTOCOL_VERSIONS[-1],
+            **{"io.modelcontextprotocol/clientCapabilities": {"sampling": True}},
+        ),
+        {
+            k: v
+            for k, v in _envelope(MODERN_PROTOCOL_VERSIONS[-1]).items()
+            if k != "io.modelcontextprotocol/clientCapabilities"
+        },
+        {
+            k: v
+            for k, v in _envelope(MODERN_PROTOCOL_VERSIONS[-1]).items()
+            if k != "io.modelcontextprotocol/protocolVersion"
+        },
+    ],
+)
+def test_a_2026_era_call_is_taken_only_with_a_plain_envelope_of_ours(
+    calls: Calls, meta: dict[str, Any]
+) -> None:
+    assert (
+        tool_call(_frame(1, {"name": "list_workflows", "_meta": meta}), calls, modern=True) is None
+    )
+
+
+def test_a_2026_era_call_without_a_meta_is_left_to_the_sdk(calls: Calls) -> None:
+    assert tool_call(_frame(1, {"name": "list_workflows"}), calls, modern=True) is None
+
+
 @pytest.mark.parametrize(
     "frame",
     [
+        _frame(1, {"name": "list_workflows", "_meta": _envelope(MODERN_PROTOCOL_VERSIONS[-1])}),
         _frame(1, {"name": "effect_checkpoint", "arguments": {}}),
         _frame(1, {"name": "no_such_tool", "arguments": {}}),
         _frame(1, {"name": "list_workflows", "arguments": [], "_meta": {}}),

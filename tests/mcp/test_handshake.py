@@ -29,8 +29,12 @@ from workrail.mcp.content import has_content
 from workrail.mcp.handshake import (
     CONSTANT_RESULTS,
     HANDSHAKE_PROTOCOL_VERSIONS,
+    MODERN_PROTOCOL_VERSIONS,
+    PROTOCOL_VERSION_KEY,
+    SERVER_INFO_KEY,
     answer_initialize,
     answer_listing,
+    opens_modern_era,
 )
 from workrail.mcp.stdio import parse_frame
 
@@ -84,6 +88,28 @@ def servers(engines: dict[bool, Engine]) -> dict[bool, MCPServer]:
 
 def test_the_revisions_negotiated_are_the_sdks() -> None:
     assert HANDSHAKE_PROTOCOL_VERSIONS == mcp_types.version.HANDSHAKE_PROTOCOL_VERSIONS
+    assert MODERN_PROTOCOL_VERSIONS == mcp_types.version.MODERN_PROTOCOL_VERSIONS
+    assert PROTOCOL_VERSION_KEY == mcp_types.PROTOCOL_VERSION_META_KEY
+    assert SERVER_INFO_KEY == mcp_types.SERVER_INFO_META_KEY
+
+
+@pytest.mark.parametrize(
+    ("method", "params"),
+    [
+        ("tools/call", {"_meta": {PROTOCOL_VERSION_KEY: "2026-07-28"}}),
+        ("server/discover", {"_meta": {PROTOCOL_VERSION_KEY: 5}}),
+        ("initialize", {"_meta": {PROTOCOL_VERSION_KEY: "2026-07-28"}}),
+        ("tools/call", {"_meta": {"progressToken": 1}}),
+        ("tools/call", {"_meta": [PROTOCOL_VERSION_KEY]}),
+        ("tools/call", {}),
+        ("ping", None),
+    ],
+)
+def test_the_era_a_first_request_opens_is_the_sdks(method: str, params: Any) -> None:
+    from mcp.server.runner import _has_modern_envelope
+
+    sdk = method != "initialize" and _has_modern_envelope(params)
+    assert opens_modern_era(method, params) is sdk
 
 
 def test_content_is_decided_as_the_server_decides_it(engines: dict[bool, Engine]) -> None:
@@ -465,3 +491,59 @@ def test_a_client_that_speaks_after_the_server_is_up_is_answered_by_the_sdk(
     assert early is not None
     assert len(answers) == 2
     assert answers[0] == early[1]
+
+
+def _modern_call(request_id: int, name: str, **meta: Any) -> bytes:
+    envelope = {
+        PROTOCOL_VERSION_KEY: "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        **meta,
+    }
+    arguments = {"workflowId": "nope"} if name == "inspect_workflow" else {}
+    params = {"name": name, "arguments": arguments, "_meta": envelope}
+    return _frame({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
+
+
+def _plain_call(request_id: int) -> bytes:
+    params = {"name": "inspect_workflow", "arguments": {"workflowId": "nope"}}
+    return _frame({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
+
+
+def _by_id(lines: list[bytes]) -> dict[Any, Any]:
+    answers = [json.loads(line) for line in lines]
+    assert len({a["id"] for a in answers}) == len(answers), "an id answered twice"
+    return {a["id"]: a for a in answers}
+
+
+def test_a_connection_in_the_2026_era_is_answered_as_the_sdk_answers_it(data_dir: Path) -> None:
+    """The first request decides the era, as for the SDK: after a 2026-era one, that era's
+    calls are answered (stamped), a plain call or an `initialize` is refused."""
+    frames = [
+        _modern_call(1, "inspect_workflow"),
+        _modern_call(2, "inspect_workflow"),
+        _modern_call(3, "list_workflows", progressToken="p"),
+        _plain_call(4),
+        _frame(_initialize(5)),
+        _modern_call(6, "inspect_workflow", **{PROTOCOL_VERSION_KEY: "2025-11-25"}),
+    ]
+    ours = _by_id(_talk(data_dir, "workrail", *frames, answers=len(frames)))
+    sdks = _by_id(_talk(data_dir, "sdk", *frames, answers=len(frames)))
+    assert ours == sdks
+    assert ours[2]["result"]["resultType"] == "complete"
+    assert ours[2]["result"]["_meta"][SERVER_INFO_KEY]["name"] == "workrail"
+    assert ours[3]["result"]["isError"] is False
+    assert {n for n, a in ours.items() if "error" in a} == {4, 5, 6}
+
+
+def test_a_connection_opened_by_initialize_refuses_2026_era_calls(data_dir: Path) -> None:
+    frames = [
+        _frame(_initialize(1)),
+        _INITIALIZED,
+        _modern_call(2, "inspect_workflow"),
+        _plain_call(3),
+    ]
+    ours = _by_id(_talk(data_dir, "workrail", *frames, answers=3))
+    sdks = _by_id(_talk(data_dir, "sdk", *frames, answers=3))
+    assert ours == sdks
+    assert "error" in ours[2]
+    assert ours[3]["result"]["isError"] is True  # the workflow does not exist

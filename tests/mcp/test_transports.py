@@ -64,15 +64,17 @@ async def _drive(client: Client) -> None:
 STDIO = ["workrail", "sdk"]  # our transport, and the SDK's own (the reference)
 
 
+@pytest.mark.parametrize("mode", ["auto", "legacy"], ids=["2026-07-28", "handshake"])
 @pytest.mark.parametrize("stdio", STDIO)
-async def test_stdio_subprocess(data_dir: Path, stdio: str) -> None:
+async def test_stdio_subprocess(data_dir: Path, stdio: str, mode: str) -> None:
     params = StdioServerParameters(
         command=sys.executable,
         args=["-m", "workrail", "mcp", "--stdio", stdio],
         env=server_env(data_dir),
         cwd=str(ROOT),
     )
-    async with Client(params) as client:
+    async with Client(params, mode=mode) as client:
+        assert (client.protocol_version == "2026-07-28") is (mode == "auto")
         await _drive(client)
     assert (data_dir / "sessions").is_dir()
 

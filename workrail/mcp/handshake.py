@@ -32,6 +32,17 @@ SERVER_NAME: Final = "workrail"
 HANDSHAKE_PROTOCOL_VERSIONS: Final = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 """The revisions the SDK negotiates through `initialize` (mcp_types.version's own list;
 a test keeps the two equal). A client asking for another gets the newest of these."""
+MODERN_PROTOCOL_VERSIONS: Final = ("2026-07-28",)
+"""The revisions without `initialize`, whose every request carries its own envelope in
+`_meta` (mcp_types.version's own list; a test keeps the two equal)."""
+PROTOCOL_VERSION_KEY: Final = "io.modelcontextprotocol/protocolVersion"
+SERVER_INFO_KEY: Final = "io.modelcontextprotocol/serverInfo"
+"""The result `_meta` key under which the SDK stamps the server's identity at those
+revisions."""
+_CLIENT_INFO_KEY: Final = "io.modelcontextprotocol/clientInfo"
+_CLIENT_CAPABILITIES_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
+_ENVELOPE_REQUIRED: Final = frozenset({PROTOCOL_VERSION_KEY, _CLIENT_CAPABILITIES_KEY})
+_ENVELOPE_KEYS: Final = _ENVELOPE_REQUIRED | {_CLIENT_INFO_KEY, "progressToken"}
 
 _TOOLS: Final = {"tools": {"listChanged": False}}
 _CATALOG: Final = {
@@ -220,9 +231,12 @@ def plain_request(frame: bytes, method: str) -> tuple[int | str, Any] | None:
         return None
 
 
-def plain_tool_call(frame: bytes) -> tuple[int | str, str, dict[str, Any]] | None:
+def plain_tool_call(
+    frame: bytes, *, modern: bool = False
+) -> tuple[int | str, str, dict[str, Any]] | None:
     """(id, tool name, arguments) when `frame` is a plain `tools/call` (arguments an
-    object or absent, a `_meta` only when it holds just a progress token); None otherwise
+    object or absent, a `_meta` only when it holds just a progress token; with `modern`,
+    a `_meta` that is a plain envelope of one of MODERN_PROTOCOL_VERSIONS); None otherwise
     (the SDK answers)."""
     request = plain_request(frame, "tools/call")
     if request is None:
@@ -230,7 +244,10 @@ def plain_tool_call(frame: bytes) -> tuple[int | str, str, dict[str, Any]] | Non
     request_id, params = request
     if not isinstance(params, dict) or not {"name"} <= set(params) <= _CALL_PARAMS:
         return None
-    if "_meta" in params and not _progress_token_only(params["_meta"]):
+    if modern:
+        if not _plain_envelope(params.get("_meta")):
+            return None
+    elif "_meta" in params and not _progress_token_only(params["_meta"]):
         return None
     name, arguments = params["name"], params.get("arguments", {})
     if not isinstance(name, str) or not isinstance(arguments, dict):
@@ -244,8 +261,39 @@ def _progress_token_only(meta: Any) -> bool:
     it: WorkRail's tools never report progress (tests/mcp/test_early_call.py compares)."""
     if not isinstance(meta, dict) or set(meta) != {"progressToken"}:
         return False
-    token = meta["progressToken"]
+    return _progress_token(meta["progressToken"])
+
+
+def _progress_token(token: Any) -> bool:
     return isinstance(token, str) or (isinstance(token, int) and not isinstance(token, bool))
+
+
+def _plain_envelope(meta: Any) -> bool:
+    """A 2026-era request envelope the SDK serves, and nothing else in `_meta` but a
+    progress token: the protocol version (one of ours), the client's capabilities and,
+    optionally, its identity, both shaped as a plain `initialize` has them (the SDK
+    refuses some other shapes; a tool's answer depends on neither)."""
+    if not isinstance(meta, dict) or not _ENVELOPE_REQUIRED <= set(meta) <= _ENVELOPE_KEYS:
+        return False
+    version = meta[PROTOCOL_VERSION_KEY]
+    if not isinstance(version, str) or version not in MODERN_PROTOCOL_VERSIONS:
+        return False
+    if "progressToken" in meta and not _progress_token(meta["progressToken"]):
+        return False
+    try:
+        _capabilities(meta[_CLIENT_CAPABILITIES_KEY])
+        if _CLIENT_INFO_KEY in meta:
+            _client_info(meta[_CLIENT_INFO_KEY])
+    except _Unsure:
+        return False
+    return True
+
+
+def opens_modern_era(method: str, params: Mapping[str, Any] | None) -> bool:
+    """The SDK's rule for the era of a connection its first request opens: the 2026 era
+    when that request carries the envelope's protocol version and is not `initialize`."""
+    meta = None if params is None else params.get("_meta")
+    return method != "initialize" and isinstance(meta, Mapping) and PROTOCOL_VERSION_KEY in meta
 
 
 def answer_cached_call(

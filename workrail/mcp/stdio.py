@@ -25,7 +25,7 @@ import logging
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import anyio
 import mcp_types as types
@@ -38,6 +38,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from workrail.mcp.early_call import Calls, answer_call, tool_call
+from workrail.mcp.handshake import opens_modern_era
 from workrail.mcp.wire import MAX_FRAME_BYTES, StdioWire, open_stdio_wire
 
 log = logging.getLogger("workrail.mcp")
@@ -110,6 +111,7 @@ async def stdio_streams(
     *,
     answered: tuple[types.RequestId, bytes] | None = None,
     calls: Calls | None = None,
+    server_info: dict[str, Any] | None = None,
 ) -> AsyncIterator[
     tuple[ContextReceiveStream[SessionMessage | Exception], ContextSendStream[SessionMessage]]
 ]:
@@ -117,13 +119,15 @@ async def stdio_streams(
     over `opened` (which this then owns). `answered` is (id, line) of an answer already
     written for the first request: the server's answer to that id is dropped, once.
     A plain call of one of `calls` is answered here, as before the SDK had loaded
-    (workrail.mcp.early_call: the SDK's bytes, without its request machinery)."""
+    (workrail.mcp.early_call: the SDK's bytes, without its request machinery): after the
+    `initialize` answered at start-up (`answered`), or, given `server_info` (the server's
+    stamp of its identity), on a connection its first request opened in the 2026 era."""
     wire = opened if opened is not None else await open_stdio_wire()
     try:
         to_server, read_stream = create_context_streams[SessionMessage | Exception](0)
         write_stream, from_server = create_context_streams[SessionMessage](0)
         async with anyio.create_task_group() as tg:
-            pump = _Pump(wire, answered, calls, tg)
+            pump = _Pump(wire, answered, calls, tg, server_info)
             tg.start_soon(pump.read_frames, to_server)
             tg.start_soon(pump.write_messages, from_server)
             yield read_stream, write_stream
@@ -141,9 +145,18 @@ class _Pump:
         answered: tuple[types.RequestId, bytes] | None,
         calls: Calls | None,
         tasks: anyio.abc.TaskGroup,
+        server_info: dict[str, Any] | None = None,
     ) -> None:
         self._wire = wire
         self._calls = calls
+        self._server_info = server_info
+        # Which calls are answered here, as the connection's first request decides its era
+        # for the SDK (see handshake.opens_modern_era): plain ones after the `initialize`
+        # answered at start-up, the 2026 era's after a first request of that era, none
+        # otherwise (None: not decided yet).
+        self._era: Literal["handshake", "modern", "sdk"] | None = (
+            "handshake" if answered is not None else None
+        )
         self._tasks = tasks
         self._out_lock = anyio.Lock()
         # Requests forwarded and not yet answered: at EOF the SDK's loop cancels whatever
@@ -162,7 +175,7 @@ class _Pump:
             async for frame in self._wire.remaining():
                 if frame is not None and not frame.strip():
                     continue
-                call = None if frame is None or not self._calls else tool_call(frame, self._calls)
+                call = None if frame is None else self._call(frame)
                 if call is not None:
                     self._unanswered.add(call[0])
                     self._tasks.start_soon(self._answer_call, call)
@@ -173,6 +186,9 @@ class _Pump:
                     continue
                 if isinstance(parsed, types.JSONRPCRequest):
                     self._unanswered.add(parsed.id)
+                    if self._era is None:
+                        modern = opens_modern_era(parsed.method, parsed.params)
+                        self._era = "modern" if modern and self._server_info else "sdk"
                 await to_server.send(SessionMessage(parsed))
             self._at_eof = True
             if not self._unanswered:
@@ -180,8 +196,15 @@ class _Pump:
             with anyio.move_on_after(DRAIN_SECONDS):
                 await self._answered_all.wait()
 
+    def _call(self, frame: bytes) -> tuple[int | str, Any, Any, dict[str, Any]] | None:
+        """The call `frame` makes when it is one answered here, else None."""
+        if not self._calls or self._era not in ("handshake", "modern"):
+            return None
+        return tool_call(frame, self._calls, modern=self._era == "modern")
+
     async def _answer_call(self, call: tuple[int | str, Any, Any, dict[str, Any]]) -> None:
-        line = await anyio.to_thread.run_sync(answer_call, *call)
+        stamp = self._server_info if self._era == "modern" else None
+        line = await anyio.to_thread.run_sync(answer_call, *call, stamp)
         await self._send_line(line)
         self._answered(call[0])
 

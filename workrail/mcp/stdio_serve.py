@@ -206,9 +206,14 @@ async def _serve(loading: _Loading, config: WorkrailConfig | None) -> threading.
     from workrail.mcp.stdio import stdio_streams
 
     lowlevel = server._lowlevel_server  # the SDK's own run_stdio_async does the same
-    # Once `initialize` was answered here, plain tool calls stay WorkRail's to answer.
-    calls = None if answered is None else await loading.calls()
-    async with stdio_streams(wire, answered=answered, calls=calls) as (read_stream, write_stream):
+    # Once `initialize` was answered here, plain tool calls stay WorkRail's to answer; on a
+    # connection opened in the 2026 era, that era's calls are (stamped as the SDK stamps).
+    calls = await loading.calls()
+    stamp = lowlevel.server_info_stamp
+    async with stdio_streams(wire, answered=answered, calls=calls, server_info=stamp) as (
+        read_stream,
+        write_stream,
+    ):
         await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
         await _answered(in_flight)  # early calls still running write on the same wire
     return remaking

@@ -24,6 +24,7 @@ from workrail.fence import FenceService, open_fence_service
 from workrail.mcp.catalog_cache import (
     CATALOG_CALLS,
     CATALOG_METHODS,
+    MODERN_CATALOG_METHODS,
     Catalogue,
     catalog_path,
     load_catalogue,
@@ -33,8 +34,12 @@ from workrail.mcp.catalog_cache import (
 from workrail.mcp.catalog_gen import result_of, sdk_answer_lines, sdk_answers
 from workrail.mcp.handshake import (
     HANDSHAKE_PROTOCOL_VERSIONS,
+    MODERN_PROTOCOL_VERSIONS,
+    PROTOCOL_VERSION_KEY,
     answer_cached_call,
     answer_listing,
+    answer_modern_cached_call,
+    answer_modern_listing,
 )
 from workrail.mcp.stdio_build import build_stdio_server
 
@@ -81,6 +86,70 @@ def test_the_catalogue_answers_as_the_sdk_does_for_every_revision(
                 assert early == (request_id, sdk_answer(server, revision, frame)), (
                     f"the catalogue's {method} differs from the SDK's"
                 )
+
+
+def _envelopes(revision: str) -> list[dict[str, Any]]:
+    """Plain 2026-era envelopes other than the one the catalogue was asked with."""
+    base = {PROTOCOL_VERSION_KEY: revision, "io.modelcontextprotocol/clientCapabilities": {}}
+    return [
+        base,
+        {**base, "io.modelcontextprotocol/clientInfo": {"name": "agent-é", "version": "9"}},
+        {**base, "io.modelcontextprotocol/clientCapabilities": {"sampling": {}, "roots": {}}},
+        {**base, "progressToken": 3},
+    ]
+
+
+@pytest.mark.parametrize("fenced", [True, False], ids=["fence", "no-fence"])
+@pytest.mark.parametrize("revision", MODERN_PROTOCOL_VERSIONS)
+def test_the_catalogue_answers_as_the_sdk_does_at_every_2026_era_revision(
+    servers: dict[tuple[bool, bool], MCPServer], revision: str, fenced: bool
+) -> None:
+    server = servers[(True, fenced)]
+    methods = (*MODERN_CATALOG_METHODS, *CATALOG_METHODS)
+    answers = sdk_answers(server, revision, methods)
+    results = {revision: {m: result_of(line) for m, line in answers.items()}}
+    for method in methods:
+        for request_id in IDS:
+            for envelope in _envelopes(revision):
+                request = {"jsonrpc": "2.0", "id": request_id, "method": method}
+                frame = json.dumps({**request, "params": {"_meta": envelope}}).encode()
+                assert answer_modern_listing(frame, results) == (
+                    request_id,
+                    sdk_answer(server, revision, frame),
+                ), f"the catalogue's {method} differs from the SDK's"
+    other = dict.fromkeys(HANDSHAKE_PROTOCOL_VERSIONS, results[revision])
+    frame = json.dumps(
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": envelope}}
+    ).encode()
+    assert answer_modern_listing(frame, other) is None  # only at the request's revision
+
+
+@pytest.mark.parametrize("revision", MODERN_PROTOCOL_VERSIONS)
+def test_a_kept_call_answers_as_the_sdk_does_at_every_2026_era_revision(
+    servers: dict[tuple[bool, bool], MCPServer], revision: str
+) -> None:
+    server = servers[(True, False)]
+    asked = [_call(1, name, arguments={}, _meta=_envelopes(revision)[1]) for name in CATALOG_CALLS]
+    kept = {
+        revision: {
+            name: result_of(line)
+            for name, line in zip(
+                CATALOG_CALLS, sdk_answer_lines(server, revision, asked), strict=True
+            )
+        }
+    }
+    for name in CATALOG_CALLS:
+        for request_id in IDS:
+            for envelope in _envelopes(revision):
+                for frame in (
+                    _call(request_id, name, _meta=envelope),
+                    _call(request_id, name, arguments={}, _meta=envelope),
+                ):
+                    assert answer_modern_cached_call(frame, kept) == (
+                        request_id,
+                        sdk_answer(server, revision, frame),
+                    ), f"the catalogue's {name} answer differs from the SDK's"
+            assert answer_modern_cached_call(_call(request_id, name), kept) is None
 
 
 def _call(request_id: Any, name: str = "list_workflows", **params: Any) -> bytes:
@@ -351,8 +420,8 @@ def test_a_server_writes_its_catalogue_and_the_next_answers_from_it_as_the_sdk_d
 ) -> None:
     first = _talk(data_dir)
     written = _wait_for_catalogue(data_dir)
-    assert set(written["results"]) == set(HANDSHAKE_PROTOCOL_VERSIONS)
-    assert set(written["calls"]) == set(HANDSHAKE_PROTOCOL_VERSIONS)
+    assert set(written["results"]) == {*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS}
+    assert set(written["calls"]) == {*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS}
     assert written["runnable"] is True
     second = _talk(data_dir)
     reference = _talk(data_dir, "--stdio", "sdk")
@@ -415,7 +484,7 @@ def test_the_regeneration_command_writes_the_catalogue_of_these_settings(
     catalogue = load_catalogue(config, situation_key(config))
     assert catalogue is not None
     assert catalogue.runnable
-    assert set(catalogue.results) == set(HANDSHAKE_PROTOCOL_VERSIONS)
+    assert set(catalogue.results) == {*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS}
 
 
 @pytest.mark.parametrize("with_catalogue", [False, True], ids=["first start", "catalogue"])
@@ -460,3 +529,23 @@ def test_a_catalogue_that_is_a_symlink_or_not_private_is_not_used(
     with pytest.raises(OSError, match="not a private directory"):
         save_catalogue(config, catalogue)
     assert load_catalogue(config, "k1") is None
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        None,
+        {},
+        {"_meta": {"progressToken": 1}},
+        {"cursor": "0", "_meta": _envelopes(MODERN_PROTOCOL_VERSIONS[-1])[0]},
+        {"_meta": {**_envelopes(MODERN_PROTOCOL_VERSIONS[-1])[0], "x": 1}},
+        {"_meta": _envelopes("2025-11-25")[0]},
+        {"_meta": {**_envelopes(MODERN_PROTOCOL_VERSIONS[-1])[0], PROTOCOL_VERSION_KEY: 2026}},
+    ],
+)
+def test_a_2026_era_listing_not_plain_is_left_to_the_sdk(params: dict[str, Any] | None) -> None:
+    results = {r: {"tools/list": b'{"tools":[]}'} for r in MODERN_PROTOCOL_VERSIONS}
+    request: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    if params is not None:
+        request["params"] = params
+    assert answer_modern_listing(json.dumps(request).encode(), results) is None

@@ -174,3 +174,61 @@ def test_notifications_wait_for_the_sdk_only_up_to_a_bound(
     assert report["sdk_loaded"] is built
     if built:
         assert report["received"] == ["initialize", *["notifications/initialized"] * notifications]
+
+
+_ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "agent", "version": "3.1"},
+    "io.modelcontextprotocol/clientCapabilities": {"roots": {"listChanged": True}},
+}
+
+
+def _modern(request_id: int | str, method: str, **params: Any) -> bytes:
+    """A request as a 2026-era client sends it: no `initialize`, its envelope in `_meta`."""
+    return _request(request_id, method, {**params, "_meta": _ENVELOPE})  # type: ignore[arg-type]
+
+
+_MODERN_FIRST = [
+    _modern(1, "server/discover"),
+    _modern(2, "tools/list"),
+    _modern(3, "prompts/list"),
+    _modern(4, "tools/call", name="list_workflows", arguments={}),
+    _modern(5, "tools/call", name="inspect_workflow", arguments={"workflowId": "nope"}),
+]
+"""What a 2026-era client (the Python SDK's, by default) sends first."""
+
+
+def test_a_2026_era_client_asking_what_workrail_answers_is_served_without_the_sdk(
+    catalogued: Path,
+) -> None:
+    frames = b"".join(f + b"\n" for f in _MODERN_FIRST)
+    reference, _ = _converse(_SDK, catalogued, frames, answers=len(_MODERN_FIRST))
+    start = _modern("start", "tools/call", name="start_workflow", arguments={"workflowId": "x"})
+    ours, errors = _converse(_PROBE, catalogued, frames + start + b"\n", answers=6)
+    assert _report(errors) == {"sdk_loaded": False, "received": []}
+    assert _by_id(ours[:-1]) == _by_id(reference)
+    assert json.loads(_by_id(ours)[2])["result"]["resultType"] == "complete"
+    started = json.loads(_by_id(ours)["start"])["result"]
+    assert started["_meta"] == json.loads(_by_id(ours)[1])["result"]["_meta"]
+
+
+def test_a_2026_era_request_only_the_sdk_answers_builds_it_in_that_era(
+    catalogued: Path,
+) -> None:
+    """The SDK's server sees the opening request first (and answers it only once, on the
+    wire), so it serves the connection in the 2026 era: an `initialize` or a call without
+    the envelope is refused, as by the SDK alone."""
+    after = [
+        _modern(3, "resources/list"),
+        json.dumps(INITIALIZE).encode().replace(b'"id": 1', b'"id": 4'),
+        _request(5, "tools/call", {"name": "list_workflows", "arguments": {}}),
+        _modern(6, "tools/call", name="list_workflows", arguments={}),
+    ]
+    frames = b"".join(f + b"\n" for f in [*_MODERN_FIRST[:2], *after])
+    reference, _ = _converse(_SDK, catalogued, frames, answers=2 + len(after))
+    ours, errors = _converse(_PROBE, catalogued, frames, answers=2 + len(after))
+    report = _report(errors)
+    assert report["sdk_loaded"] is True
+    assert report["received"][:2] == ["server/discover", "resources/list"]
+    assert _by_id(ours) == _by_id(reference)
+    assert {n for n, line in _by_id(ours).items() if b'"error"' in line} == {4, 5}

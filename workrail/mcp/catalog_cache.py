@@ -17,9 +17,16 @@ any of these, a new release or an edited schema included, changes the key, and a
 catalogue made under another key is never used: the SDK answers, and the catalogue is made
 again. Nothing is written by hand, so nothing can drift from the SDK.
 
+The 2026-era revisions have no `initialize`: every request carries its envelope (the
+protocol version, the client's capabilities and identity) in `_meta`, and every result the
+server's identity. For them the catalogue holds `server/discover` too, asked
+with a plain envelope; a request with another plain envelope gets the same answer
+(tests/mcp/test_catalog.py compares).
+
 What is not here: `resources/list` (it lists sessions, read from the store on every
 request: the start-up runs WorkRail's own listing for it, workrail.mcp.resource_listing),
-and, left to the SDK, any request with parameters (a cursor, `_meta`) and everything else.
+and, left to the SDK, any request with other parameters (a cursor, another `_meta`) and
+everything else.
 
 Standard library only: this is read before anything else loads.
 """
@@ -41,12 +48,15 @@ from workrail import __version__
 if TYPE_CHECKING:
     from workrail.config import WorkrailConfig
 
-CATALOG_FORMAT: Final = 2
+CATALOG_FORMAT: Final = 3
 CACHE_DIR: Final = "cache"
 CATALOG_FILE: Final = "mcp-catalog.json"
 CATALOG_METHODS: Final = ("tools/list", "prompts/list")
 """The requests answered from the catalogue (prompts/list only when there is a runnable
 workflow: then the SDK serves prompts whatever the store holds)."""
+MODERN_CATALOG_METHODS: Final = ("server/discover",)
+"""At a 2026-era revision (no `initialize`: a client opens with `server/discover`), this
+too."""
 CATALOG_CALLS: Final = ("list_workflows",)
 """The tools whose call without arguments is answered from the catalogue: their answer
 depends only on what the key covers."""
@@ -187,7 +197,7 @@ def load_catalogue(config: WorkrailConfig, key: str) -> Catalogue | None:
         return None
     if data.get("key") != key or not isinstance(data.get("runnable"), bool):
         return None
-    results = _parsed(data.get("results"), CATALOG_METHODS)
+    results = _parsed(data.get("results"), (*MODERN_CATALOG_METHODS, *CATALOG_METHODS))
     calls = _parsed(data.get("calls"), CATALOG_CALLS)
     if results is None or calls is None:
         return None

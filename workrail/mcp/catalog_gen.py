@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 import mcp_types as types
@@ -24,13 +24,18 @@ from mcp.shared.message import SessionMessage
 from workrail.mcp.catalog_cache import (
     CATALOG_CALLS,
     CATALOG_METHODS,
+    MODERN_CATALOG_METHODS,
     Catalogue,
     catalog_path,
     save_catalogue,
     situation_key,
 )
 from workrail.mcp.content import runnable_workflows
-from workrail.mcp.handshake import HANDSHAKE_PROTOCOL_VERSIONS
+from workrail.mcp.handshake import (
+    HANDSHAKE_PROTOCOL_VERSIONS,
+    MODERN_PROTOCOL_VERSIONS,
+    PROTOCOL_VERSION_KEY,
+)
 from workrail.mcp.stdio import parse_frame, wire_bytes
 
 if TYPE_CHECKING:
@@ -49,7 +54,7 @@ class CatalogueMismatch(RuntimeError):
 def sdk_answers(server: MCPServer, revision: str, methods: tuple[str, ...]) -> dict[str, bytes]:
     """The SDK's answer line to each of `methods` (each asked with id 1, no parameters)
     after an `initialize` at `revision`."""
-    frames = [_listing_frame(m) for m in methods]
+    frames = [_listing_frame(m, revision) for m in methods]
     return dict(zip(methods, sdk_answer_lines(server, revision, frames), strict=True))
 
 
@@ -60,6 +65,8 @@ def sdk_answer_lines(server: MCPServer, revision: str, frames: list[bytes]) -> l
 
 
 async def _sdk_answer_lines(server: MCPServer, revision: str, frames: list[bytes]) -> list[bytes]:
+    """In a session opened by `initialize`, or, at a 2026-era revision, by the first of
+    `frames` (each with its own envelope, see _envelope)."""
     lowlevel = server._lowlevel_server
     to_server, read_stream = create_context_streams[SessionMessage | Exception](1)
     write_stream, from_server = create_context_streams[SessionMessage](1)
@@ -90,10 +97,11 @@ async def _sdk_answer_lines(server: MCPServer, revision: str, frames: list[bytes
             tg.start_soon(
                 lowlevel.run, read_stream, write_stream, lowlevel.create_initialization_options()
             )
-            await ask(initialize.encode())
-            initialized = parse_frame(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
-            assert isinstance(initialized, types.JSONRPCNotification)
-            await to_server.send(SessionMessage(initialized))
+            if revision not in MODERN_PROTOCOL_VERSIONS:
+                await ask(initialize.encode())
+                initialized = parse_frame(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+                assert isinstance(initialized, types.JSONRPCNotification)
+                await to_server.send(SessionMessage(initialized))
             for frame in frames:
                 answers.append(await ask(frame))
             tg.cancel_scope.cancel()
@@ -117,24 +125,41 @@ def make_catalogue(config: WorkrailConfig, engine: Engine, server: MCPServer) ->
     key = situation_key(config)
     runnable = bool(runnable_workflows(engine))
     methods = CATALOG_METHODS if runnable else ("tools/list",)
-    calls = [_call_frame(name) for name in CATALOG_CALLS]
     results: dict[str, dict[str, bytes]] = {}
     called: dict[str, dict[str, bytes]] = {}
-    for revision in HANDSHAKE_PROTOCOL_VERSIONS:
-        lines = sdk_answer_lines(server, revision, [*map(_listing_frame, methods), *calls])
-        results[revision] = {m: result_of(line) for m, line in zip(methods, lines, strict=False)}
-        answered = zip(CATALOG_CALLS, map(result_of, lines[len(methods) :]), strict=True)
+    for revision in (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS):
+        asked = (
+            (*MODERN_CATALOG_METHODS, *methods) if revision in MODERN_PROTOCOL_VERSIONS else methods
+        )
+        frames = [_listing_frame(m, revision) for m in asked]
+        frames += [_call_frame(name, revision) for name in CATALOG_CALLS]
+        lines = sdk_answer_lines(server, revision, frames)
+        results[revision] = {m: result_of(line) for m, line in zip(asked, lines, strict=False)}
+        answered = zip(CATALOG_CALLS, map(result_of, lines[len(asked) :]), strict=True)
         # An error is never kept: the next start-up asks the engine again.
         called[revision] = {name: r for name, r in answered if b'"isError":true' not in r}
     return Catalogue(key, runnable, results, called)
 
 
-def _listing_frame(method: str) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": method}).encode()
+def _envelope(revision: str) -> dict[str, Any]:
+    """A request's `_meta` at `revision`: the 2026 era's envelope, else nothing."""
+    if revision not in MODERN_PROTOCOL_VERSIONS:
+        return {}
+    envelope = {
+        PROTOCOL_VERSION_KEY: revision,
+        "io.modelcontextprotocol/clientInfo": {"name": "workrail-catalogue", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    return {"params": {"_meta": envelope}}
 
 
-def _call_frame(name: str) -> bytes:
-    params = {"name": name, "arguments": {}}
+def _listing_frame(method: str, revision: str) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, **_envelope(revision)}).encode()
+
+
+def _call_frame(name: str, revision: str) -> bytes:
+    params: dict[str, Any] = {"name": name, "arguments": {}}
+    params.update(_envelope(revision).get("params", {}))
     return json.dumps(
         {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
     ).encode()

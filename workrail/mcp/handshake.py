@@ -217,6 +217,53 @@ def plain_listing(frame: bytes, methods: Container[str]) -> tuple[int | str, str
         return None
 
 
+def modern_listing(frame: bytes, methods: Container[str]) -> tuple[int | str, str, str] | None:
+    """(request id, method, revision) when `frame` is a plain 2026-era request for one of
+    `methods` whose only parameter is its envelope (see _plain_envelope); None otherwise."""
+    try:
+        request = _plain_json(frame)
+        if not isinstance(request, dict) or set(request) != _LISTING_KEYS[1]:
+            raise _Unsure
+        method = request["method"]
+        if request["jsonrpc"] != "2.0" or not isinstance(method, str) or method not in methods:
+            raise _Unsure
+        params = request["params"]
+        if not isinstance(params, dict) or set(params) != {"_meta"}:
+            raise _Unsure
+        if not _plain_envelope(params["_meta"]):
+            raise _Unsure
+        return _plain_id(request["id"]), method, params["_meta"][PROTOCOL_VERSION_KEY]
+    except _Unsure:
+        return None
+
+
+def answer_modern_listing(
+    frame: bytes, results: Mapping[str, Mapping[str, bytes]]
+) -> tuple[int | str, bytes] | None:
+    """(request id, the answer's line) when `frame` is a plain 2026-era request (see
+    modern_listing) for a method `results` holds at the request's revision (revision →
+    method → the `result` JSON the SDK wrote); None otherwise."""
+    listing = modern_listing(frame, {m for by_method in results.values() for m in by_method})
+    if listing is None or listing[1] not in results.get(listing[2], {}):
+        return None
+    request_id, method, revision = listing
+    return request_id, _result_line(request_id, results[revision][method])
+
+
+def answer_modern_cached_call(
+    frame: bytes, calls: Mapping[str, Mapping[str, bytes]]
+) -> tuple[int | str, bytes] | None:
+    """As answer_cached_call, for a 2026-era call (`calls`: revision → tool → result)."""
+    call = plain_tool_call(frame, modern=True)
+    if call is None or call[2]:
+        return None
+    revision = json.loads(frame)["params"]["_meta"][PROTOCOL_VERSION_KEY]
+    by_tool = calls.get(revision, {})
+    if call[1] not in by_tool:
+        return None
+    return call[0], _result_line(call[0], by_tool[call[1]])
+
+
 def plain_request(frame: bytes, method: str) -> tuple[int | str, Any] | None:
     """(id, params) when `frame` is plain JSON (see _plain_json) making a `method` request
     with a plain id and params; None otherwise."""

@@ -154,9 +154,8 @@ class _Pump:
         # for the SDK (see handshake.opens_modern_era): plain ones after the `initialize`
         # answered at start-up, the 2026 era's after a first request of that era, none
         # otherwise (None: not decided yet).
-        self._era: Literal["handshake", "modern", "sdk"] | None = (
-            "handshake" if answered is not None else None
-        )
+        self._era: Literal["handshake", "modern", "sdk"] | None = None
+        self._answered_early = answered is not None
         self._tasks = tasks
         self._out_lock = anyio.Lock()
         # Requests forwarded and not yet answered: at EOF the SDK's loop cancels whatever
@@ -187,14 +186,21 @@ class _Pump:
                 if isinstance(parsed, types.JSONRPCRequest):
                     self._unanswered.add(parsed.id)
                     if self._era is None:
-                        modern = opens_modern_era(parsed.method, parsed.params)
-                        self._era = "modern" if modern and self._server_info else "sdk"
+                        self._era = self._opened(parsed)
                 await to_server.send(SessionMessage(parsed))
             self._at_eof = True
             if not self._unanswered:
                 self._answered_all.set()
             with anyio.move_on_after(DRAIN_SECONDS):
                 await self._answered_all.wait()
+
+    def _opened(self, request: types.JSONRPCRequest) -> Literal["handshake", "modern", "sdk"]:
+        """The era the connection's first request opens, as far as calls are concerned."""
+        if opens_modern_era(request.method, request.params):
+            return "modern" if self._server_info is not None else "sdk"
+        if request.method == "initialize" and self._answered_early:
+            return "handshake"
+        return "sdk"
 
     def _call(self, frame: bytes) -> tuple[int | str, Any, Any, dict[str, Any]] | None:
         """The call `frame` makes when it is one answered here, else None."""

@@ -13,7 +13,10 @@ memory. So on WorkRail's own transport the start-up goes:
 2. meanwhile the wire is taken over and the first frame read; when it is a plain
    `initialize`, the answer is written from workrail.mcp.handshake (the SDK's bytes,
    tested so) — at once when the MCP catalogue says a workflow can be started, else once
-   the engine has said whether there is content;
+   the engine has said whether there is content; when it is a plain request of the 2026
+   era (no `initialize`, an envelope in every request's `_meta`) that the catalogue
+   holds, and a workflow can be started, its answer is the catalogue's, and the
+   connection is served in that era from then on (_Era);
 3. the requests that follow are answered here, each plain one: `tools/list`,
    `prompts/list` and a `list_workflows` call from the SDK's own earlier answers
    (workrail.mcp.catalog_cache), `ping` with its constant, `resources/list` and
@@ -53,10 +56,14 @@ import anyio
 from workrail.mcp.catalog_cache import Catalogue, load_catalogue, situation_key
 from workrail.mcp.handshake import (
     CONSTANT_RESULTS,
+    MODERN_PROTOCOL_VERSIONS,
     RESOURCE_LISTINGS,
+    SERVER_INFO_KEY,
     answer_cached_call,
     answer_initialize,
     answer_listing,
+    answer_modern_cached_call,
+    answer_modern_listing,
     plain_listing,
     plain_request,
 )
@@ -248,8 +255,7 @@ async def _answer_early(
     the server is asked for (`loading.build`)."""
     built = loading.future()
     answered: tuple[int | str, bytes] | None = None
-    results: dict[str, bytes] = {}
-    cached_calls: dict[str, bytes] = {}
+    era = _Era()
     held = False
     while True:
         frame = wire.next_frame()
@@ -267,14 +273,12 @@ async def _answer_early(
             _take(wire, got)  # nothing to answer, nor to hold
             continue
         if answered is None:
-            answered = await _answer_initialize(wire, loading, catalogue, got)
+            answered = await _answer_opening(wire, loading, catalogue, got)
             if answered is None or catalogue is None:
                 return answered
-            revision = json.loads(answered[1])["result"]["protocolVersion"]
-            results = {**catalogue.results.get(revision, {}), **CONSTANT_RESULTS}
-            cached_calls = catalogue.calls.get(revision, {})
+            era = _Era.of(answered[1], catalogue)
             continue
-        answer = None if held else await _answer_one(got, results, cached_calls, loading)
+        answer = None if held else await _answer_one(got, era, loading)
         if answer is None:
             held = held or not _is_notification(got)
             if held or len(wire.lead) > HELD_FRAMES_MAX:
@@ -301,6 +305,58 @@ def _take(wire: StdioWire, frame: bytes) -> None:
         wire.lead.pop()
 
 
+class _Era:
+    """What the start-up answers from, in the era the first request opened: after a plain
+    `initialize`, that revision's catalogue and constants; after a plain 2026-era request,
+    the catalogue at each request's own revision, every result stamped with the server's
+    identity (`server_info`, as the SDK stamps it); nothing before either."""
+
+    def __init__(
+        self,
+        cached: Callable[[bytes], tuple[int | str, bytes] | None] | None = None,
+        server_info: dict[str, Any] | None = None,
+    ) -> None:
+        self.cached = cached or (lambda frame: None)
+        self.server_info = server_info
+
+    @classmethod
+    def of(cls, opening: bytes, catalogue: Catalogue) -> _Era:
+        """The era of the connection whose first request got the answer `opening`."""
+        result = json.loads(opening)["result"]
+        if "protocolVersion" in result:  # an `initialize` answer
+            revision = result["protocolVersion"]
+            results = {**catalogue.results.get(revision, {}), **CONSTANT_RESULTS}
+            calls = catalogue.calls.get(revision, {})
+            return cls(lambda f: answer_listing(f, results) or answer_cached_call(f, calls))
+        return cls(
+            lambda f: (
+                answer_modern_listing(f, catalogue.results)
+                or answer_modern_cached_call(f, catalogue.calls)
+            ),
+            result["_meta"][SERVER_INFO_KEY],
+        )
+
+
+async def _answer_opening(
+    wire: StdioWire, loading: _Loading, catalogue: Catalogue | None, frame: bytes
+) -> tuple[int | str, bytes] | None:
+    """(id, line) of the answer to the first frame, written, when it is a plain
+    `initialize`, or a plain 2026-era request the catalogue holds (with a workflow to
+    start, the catalogue's capabilities are the server's whatever the store holds); else
+    None, with the server asked for: it answers everything. The frame stays the wire's:
+    the SDK's server sees it first, so it serves the connection in the same era."""
+    if catalogue is not None and catalogue.runnable:
+        modern = {
+            r: catalogue.results[r] for r in MODERN_PROTOCOL_VERSIONS if r in catalogue.results
+        }
+        opening = answer_modern_listing(frame, modern)
+        if opening is not None:
+            await wire.writer.line(opening[1])
+            loading.start()
+            return opening
+    return await _answer_initialize(wire, loading, catalogue, frame)
+
+
 async def _answer_initialize(
     wire: StdioWire, loading: _Loading, catalogue: Catalogue | None, frame: bytes
 ) -> tuple[int | str, bytes] | None:
@@ -321,15 +377,15 @@ async def _answer_initialize(
 
 
 async def _answer_one(
-    frame: bytes, results: dict[str, bytes], cached_calls: dict[str, bytes], loading: _Loading
+    frame: bytes, era: _Era, loading: _Loading
 ) -> bytes | Coroutine[Any, Any, bytes] | None:
     """The line answering `frame` from the catalogue, a constant or the resource listing;
     for a tool call, the coroutine that runs it and gives its line; None when it is the
     SDK's to answer."""
-    cached = answer_listing(frame, results) or answer_cached_call(frame, cached_calls)
+    cached = era.cached(frame)
     if cached is not None:
         return cached[1]
-    listing = plain_listing(frame, RESOURCE_LISTINGS)
+    listing = None if era.server_info else plain_listing(frame, RESOURCE_LISTINGS)
     if listing is not None:
         return await _answer_resources(*listing, loading)
     if plain_request(frame, "tools/call") is None:
@@ -342,19 +398,23 @@ async def _answer_one(
         raise
     from workrail.mcp.early_call import tool_call
 
-    call = tool_call(frame, calls)
+    call = tool_call(frame, calls, modern=era.server_info is not None)
     if call is None:
         loading.early_end()
         return None
-    return _run_call(call, loading)
+    return _run_call(call, loading, era.server_info)
 
 
-async def _run_call(call: tuple[int | str, Any, Any, dict[str, Any]], loading: _Loading) -> bytes:
+async def _run_call(
+    call: tuple[int | str, Any, Any, dict[str, Any]],
+    loading: _Loading,
+    server_info: dict[str, Any] | None = None,
+) -> bytes:
     """The call's answer, run on a worker thread (it blocks: it fsyncs)."""
     from workrail.mcp.early_call import answer_call
 
     try:
-        return await asyncio.to_thread(answer_call, *call)
+        return await asyncio.to_thread(answer_call, *call, server_info)
     finally:
         loading.early_end()
 

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from workrail.cli import main
-from workrail.mcp import stdio_serve
+from workrail.mcp import stdio_loading
 
 if TYPE_CHECKING:
     from mcp.server import MCPServer
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 REPORT = "sdk-probe:"
 
 received: list[str] = []
-_build = stdio_serve._build_server
+_build = stdio_loading._build_server
 
 
 def _observed(engine: Engine, fence: FenceService | None, offers_content: bool) -> MCPServer:
@@ -44,7 +44,7 @@ def sdk_loaded() -> bool:
 
 
 if __name__ == "__main__":
-    stdio_serve._build_server = _observed
+    stdio_loading._build_server = _observed
     code = main(sys.argv[1:])
     report = {"sdk_loaded": sdk_loaded(), "received": received}
     print(REPORT + json.dumps(report), file=sys.stderr, flush=True)

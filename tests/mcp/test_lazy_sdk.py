@@ -232,3 +232,35 @@ def test_a_2026_era_request_only_the_sdk_answers_builds_it_in_that_era(
     assert report["received"][:2] == ["server/discover", "resources/list"]
     assert _by_id(ours) == _by_id(reference)
     assert {n for n, line in _by_id(ours).items() if b'"error"' in line} == {4, 5}
+
+
+@pytest.mark.parametrize("opening", ["prompts/list", "server/discover"])
+def test_a_later_request_reusing_the_opening_id_gets_its_own_answer(
+    catalogued: Path, opening: str
+) -> None:
+    """The opening request answered at start-up reaches the SDK's server under an id of
+    the transport's own: the answer dropped as a duplicate is its answer, never that of a
+    later request with the same id (a 2026-era client may reuse one: no session ties its
+    requests together)."""
+    frames = _modern(1, opening) + b"\n" + _modern(1, "ping") + b"\n"
+    reference, _ = _converse(_SDK, catalogued, frames, answers=2)
+    ours, errors = _converse(_PROBE, catalogued, frames, answers=2)
+    assert sorted(ours) == sorted(reference)
+    assert sum(b'"error"' in line for line in ours) == 1  # ping does not exist at 2026
+    assert b"differs from the SDK's" not in errors
+    assert _report(errors)["received"] == [opening, "ping"]
+
+
+def test_a_2026_era_client_opening_with_list_workflows_is_served_without_the_sdk(
+    catalogued: Path,
+) -> None:
+    """`list_workflows` has no effect, so it may open the connection from the catalogue
+    (the SDK's server, if built later, is handed it first); another first call waits."""
+    frames = b"".join(f + b"\n" for f in [_MODERN_FIRST[3], _MODERN_FIRST[1]])
+    reference, _ = _converse(_SDK, catalogued, frames, answers=2)
+    ours, errors = _converse(_PROBE, catalogued, frames, answers=2)
+    assert _report(errors) == {"sdk_loaded": False, "received": []}
+    assert _by_id(ours) == _by_id(reference)
+    first_call = _MODERN_FIRST[4] + b"\n"
+    _, errors = _converse(_PROBE, catalogued, first_call, answers=1)
+    assert _report(errors)["received"] == ["tools/call"]

@@ -19,7 +19,8 @@ from workrail.mcp import build_server
 from workrail.mcp.catalog_gen import sdk_answer_lines
 from workrail.mcp.handshake import HANDSHAKE_PROTOCOL_VERSIONS, RESOURCE_LISTINGS, plain_listing
 from workrail.mcp.resource_listing import answer_resource_listing
-from workrail.mcp.stdio_serve import _answer_one, _Era, _Loading
+from workrail.mcp.stdio_loading import Loading
+from workrail.mcp.stdio_serve import _answer_one, _Era
 
 IDS: list[Any] = [1, 0, -7, 2**53 - 1, "list-1", "a"]
 
@@ -96,7 +97,7 @@ def test_a_store_that_cannot_list_sessions_is_left_to_the_sdk(listed: Engine) ->
 
 def _answered_early(engine: Engine, frame: bytes) -> bytes | None:
     async def answer() -> bytes | None:
-        answered = await _answer_one(frame, _Era(), _Loading(lambda: engine, lambda: None))
+        answered = await _answer_one(frame, _Era(), Loading(lambda: engine, lambda: None))
         assert answered is None or isinstance(answered, bytes)  # a listing, not a call
         return answered
 

@@ -1,13 +1,12 @@
-"""The stdio start-up's loading thread (workrail.mcp.stdio_serve._Loading): a call
-answered before the SDK has the interpreter to itself, the SDK's import waiting for it;
-the SDK's server is built only once asked for."""
+"""The stdio start-up's early answers (workrail.mcp.stdio_serve._answer_early): a slow
+call does not hold back the requests after it, an answer that cannot be written is an
+error result, and a listing that fails is left to the SDK's server."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -15,64 +14,9 @@ from returns.result import Success
 
 from tests.engine.conftest import memory_engine
 from tests.mcp.servers import INITIALIZE
-from workrail.fence import FenceService
 from workrail.mcp import early_call, stdio_serve
 from workrail.mcp.catalog_cache import Catalogue
-from workrail.mcp.stdio_serve import _Loading
-
-
-def test_the_sdk_waits_for_an_early_call_in_flight() -> None:
-    fence_opened = threading.Event()
-
-    def open_fence() -> FenceService | None:
-        fence_opened.set()
-        return None
-
-    loading = _Loading(memory_engine, open_fence)
-
-    async def scenario() -> bool:
-        with loading.early_call():
-            loading.start()
-            await loading.calls()  # the call could run now
-            time.sleep(0.3)  # as a call would, holding its place
-            waited = not fence_opened.is_set()
-        await loading.server()
-        return waited
-
-    assert asyncio.run(scenario()), "the SDK loaded while the early call was in flight"
-    assert fence_opened.is_set()
-
-
-def test_without_an_early_call_the_sdk_loads_at_once() -> None:
-    loading = _Loading(memory_engine, lambda: None)
-
-    async def scenario() -> None:
-        loading.start()
-        await asyncio.wait_for(loading.server(), 120)
-
-    asyncio.run(scenario())
-
-
-def test_the_server_is_built_only_once_asked_for() -> None:
-    """Everything but the SDK's server loads on its own; `on_ready` says so then, since
-    every request can be answered from that moment (the server on the first that needs
-    it)."""
-    announced = threading.Event()
-    loading = _Loading(memory_engine, lambda: None, announced.set)
-
-    async def scenario() -> tuple[bool, bool]:
-        loading.start()
-        await loading.ready()
-        await asyncio.sleep(0.2)  # room for a build that should not happen
-        built_unasked = loading.future().done()
-        await asyncio.wait_for(loading.server(), 120)
-        return built_unasked, announced.is_set()
-
-    built_unasked, was_announced = asyncio.run(scenario())
-    assert not built_unasked, "the server was built without being asked for"
-    assert was_announced
-    assert loading.building
-
+from workrail.mcp.stdio_loading import Loading
 
 # --- the early answers (_answer_early) --------------------------------------------------
 
@@ -118,10 +62,10 @@ def _wire(frames: list[bytes]) -> _Frames:
     return _Frames([json.dumps(INITIALIZE).encode(), *frames])
 
 
-def _early(wire: _Frames) -> _Loading:
+def _early(wire: _Frames) -> Loading:
     """The frames after a plain `initialize`, answered as a lazy server with a catalogue
     answers them (every early call run to its end)."""
-    loading = _Loading(memory_engine, lambda: None)
+    loading = Loading(memory_engine, lambda: None)
 
     async def scenario() -> None:
         in_flight: set[asyncio.Task[None]] = set()
@@ -183,7 +127,7 @@ def test_a_resource_listing_that_fails_is_left_to_the_sdk(monkeypatch: pytest.Mo
         raise RuntimeError("list_workflows failed")
 
     monkeypatch.setattr(resource_listing, "answer_resource_listing", boom)
-    monkeypatch.setattr(_Loading, "content", _offers_content)
+    monkeypatch.setattr(Loading, "content", _offers_content)
     wire = _wire([b'{"jsonrpc":"2.0","id":2,"method":"resources/list"}'])
     loading = _early(wire)
     assert wire.writer.ids == [1]
@@ -191,5 +135,5 @@ def test_a_resource_listing_that_fails_is_left_to_the_sdk(monkeypatch: pytest.Mo
     assert wire.lead[-1].endswith(b'"resources/list"}')
 
 
-async def _offers_content(self: _Loading) -> bool:
+async def _offers_content(self: Loading) -> bool:
     return True

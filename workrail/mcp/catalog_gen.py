@@ -52,8 +52,9 @@ class CatalogueMismatch(RuntimeError):
 
 
 def sdk_answers(server: MCPServer, revision: str, methods: tuple[str, ...]) -> dict[str, bytes]:
-    """The SDK's answer line to each of `methods` (each asked with id 1, no parameters)
-    after an `initialize` at `revision`."""
+    """The SDK's answer line to each of `methods` (each asked with id 1, no parameters but
+    the 2026 era's envelope) after an `initialize` at `revision` (at a 2026-era revision,
+    in a session the first of them opens)."""
     frames = [_listing_frame(m, revision) for m in methods]
     return dict(zip(methods, sdk_answer_lines(server, revision, frames), strict=True))
 
@@ -141,8 +142,8 @@ def make_catalogue(config: WorkrailConfig, engine: Engine, server: MCPServer) ->
     return Catalogue(key, runnable, results, called)
 
 
-def _envelope(revision: str) -> dict[str, Any]:
-    """A request's `_meta` at `revision`: the 2026 era's envelope, else nothing."""
+def _meta(revision: str) -> dict[str, Any]:
+    """The `_meta` of a request at `revision`: the 2026 era's envelope, else none."""
     if revision not in MODERN_PROTOCOL_VERSIONS:
         return {}
     envelope = {
@@ -150,16 +151,18 @@ def _envelope(revision: str) -> dict[str, Any]:
         "io.modelcontextprotocol/clientInfo": {"name": "workrail-catalogue", "version": "1"},
         "io.modelcontextprotocol/clientCapabilities": {},
     }
-    return {"params": {"_meta": envelope}}
+    return {"_meta": envelope}
 
 
 def _listing_frame(method: str, revision: str) -> bytes:
-    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": method, **_envelope(revision)}).encode()
+    request: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": method}
+    if meta := _meta(revision):
+        request["params"] = meta
+    return json.dumps(request).encode()
 
 
 def _call_frame(name: str, revision: str) -> bytes:
-    params: dict[str, Any] = {"name": name, "arguments": {}}
-    params.update(_envelope(revision).get("params", {}))
+    params: dict[str, Any] = {"name": name, "arguments": {}, **_meta(revision)}
     return json.dumps(
         {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
     ).encode()

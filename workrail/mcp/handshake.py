@@ -11,6 +11,13 @@ follow it, `tools/list` and `prompts/list`, are answered from the SDK's own earl
 answers (workrail.mcp.catalog_cache), and `ping` with its constant, the same way: only
 when plain.
 
+The 2026-era revisions have no `initialize`: every request carries an envelope in its
+`_meta` (the revision, the client's capabilities and identity), and the first request
+decides the connection's era for the SDK (`opens_modern_era`). A plain request of that era
+(`modern_listing`, `plain_tool_call(modern=True)`: a plain envelope of one of
+MODERN_PROTOCOL_VERSIONS) is answered the same way, from the SDK's answers at that
+revision.
+
 Anything this module is not sure of — an unknown field, a `_meta` (but a tool call's
 progress token), a float, a string id with characters that need escaping, a capability
 that is not an object — is left to the SDK (None): the client then waits for the SDK, and
@@ -42,7 +49,7 @@ revisions."""
 _CLIENT_INFO_KEY: Final = "io.modelcontextprotocol/clientInfo"
 _CLIENT_CAPABILITIES_KEY: Final = "io.modelcontextprotocol/clientCapabilities"
 _ENVELOPE_REQUIRED: Final = frozenset({PROTOCOL_VERSION_KEY, _CLIENT_CAPABILITIES_KEY})
-_ENVELOPE_KEYS: Final = _ENVELOPE_REQUIRED | {_CLIENT_INFO_KEY, "progressToken"}
+_MODERN_META_KEYS: Final = _ENVELOPE_REQUIRED | {_CLIENT_INFO_KEY, "progressToken"}
 
 _TOOLS: Final = {"tools": {"listChanged": False}}
 _CATALOG: Final = {
@@ -320,7 +327,7 @@ def _plain_envelope(meta: Any) -> bool:
     progress token: the protocol version (one of ours), the client's capabilities and,
     optionally, its identity, both shaped as a plain `initialize` has them (the SDK
     refuses some other shapes; a tool's answer depends on neither)."""
-    if not isinstance(meta, dict) or not _ENVELOPE_REQUIRED <= set(meta) <= _ENVELOPE_KEYS:
+    if not isinstance(meta, dict) or not _ENVELOPE_REQUIRED <= set(meta) <= _MODERN_META_KEYS:
         return False
     version = meta[PROTOCOL_VERSION_KEY]
     if not isinstance(version, str) or version not in MODERN_PROTOCOL_VERSIONS:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Final, Literal
@@ -164,6 +165,9 @@ class _Pump:
         self._answered_all = anyio.Event()
         self._at_eof = False
         self._sent_already = answered
+        # The id the opening request already answered reaches the SDK under: its answer is
+        # then told apart from the answer to a later request that reuses the client's id.
+        self._replayed_id = f"workrail-replayed-{secrets.token_hex(8)}"
 
     async def _send_line(self, data: bytes) -> None:
         async with self._out_lock:
@@ -184,9 +188,11 @@ class _Pump:
                     await self._send_line(json.dumps(parsed, separators=(",", ":")).encode())
                     continue
                 if isinstance(parsed, types.JSONRPCRequest):
-                    self._unanswered.add(parsed.id)
                     if self._era is None:
                         self._era = self._opened(parsed)
+                        if self._sent_already is not None:  # answered at start-up
+                            parsed = parsed.model_copy(update={"id": self._replayed_id})
+                    self._unanswered.add(parsed.id)
                 await to_server.send(SessionMessage(parsed))
             self._at_eof = True
             if not self._unanswered:
@@ -230,17 +236,21 @@ class _Pump:
                     self._answered(message.id)
 
     def _is_duplicate(self, message: types.JSONRPCMessage, payload: bytes) -> bool:
+        """Whether `message` is the SDK's answer to the replayed opening request (dropped:
+        the client has had it). Its bytes, under the client's id, are checked against the
+        answer sent at start-up."""
         if self._sent_already is None or not isinstance(
             message, types.JSONRPCResponse | types.JSONRPCError
         ):
             return False
-        request_id, line = self._sent_already
-        if message.id != request_id:
+        if message.id != self._replayed_id:
             return False
+        request_id, line = self._sent_already
         self._sent_already = None
-        if payload != line:
+        if wire_bytes(message.model_copy(update={"id": request_id})) != line:
             log.error(
-                "The initialize answer sent at start-up differs from the SDK's; the SDK's: %s",
+                "The answer sent at start-up to the first request differs from the SDK's;"
+                " the SDK's: %s",
                 payload[:2000].decode("utf-8", errors="replace"),
             )
         return True

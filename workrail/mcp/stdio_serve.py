@@ -5,7 +5,7 @@ An MCP client spawns the server, waits for its answer to `initialize`, then asks
 the engine take most of that wait, and the SDK's server is most of an idle server's
 memory. So on WorkRail's own transport the start-up goes:
 
-1. a thread opens the engine, decides whether prompts and resources are offered
+1. a thread (workrail.mcp.stdio_loading) opens the engine, decides whether prompts and resources are offered
    (workrail.mcp.content), loads what a first tool call needs, then opens the fence —
    from the start when there is no MCP catalogue, else once `initialize` is answered (the
    two share one interpreter lock); it imports the SDK and builds the server only when
@@ -26,8 +26,9 @@ memory. So on WorkRail's own transport the start-up goes:
    then is the server built (or once more than HELD_FRAMES_MAX notifications wait for it).
    A client that asks nothing else is served to its end without the SDK;
 4. once the server is built, every other frame read so far is replayed into it, the
-   `initialize` and the notifications included: the SDK's own session state is what it
-   would have been, and its duplicate `initialize` answer is dropped. When the catalogue
+   first request (`initialize`, or the 2026-era one) and the notifications included: the
+   SDK's own session state is what it would have been, and its second answer to that
+   first request is dropped (workrail.mcp.stdio). When the catalogue
    on disk was made under another key, it is made again beside serving
    (workrail.mcp.catalog_gen).
 
@@ -40,7 +41,6 @@ runs. `workrail mcp --stdio sdk` serves through the SDK's own transport from the
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import errno
 import json
@@ -48,8 +48,8 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Final
 
 import anyio
 
@@ -67,6 +67,7 @@ from workrail.mcp.handshake import (
     plain_listing,
     plain_request,
 )
+from workrail.mcp.stdio_loading import Loading
 from workrail.mcp.wire import StdioWire, open_stdio_wire
 
 if TYPE_CHECKING:
@@ -75,16 +76,11 @@ if TYPE_CHECKING:
     from workrail.config import WorkrailConfig
     from workrail.engine.api import Engine
     from workrail.fence import FenceService
-    from workrail.mcp.early_call import Calls
 
 log = logging.getLogger("workrail.mcp")
-_T = TypeVar("_T")
 
 CATALOGUE_WAIT_S: Final = 10.0
 """At the end of serving, how long a catalogue still being made may take to be written."""
-CALL_FIRST_WAIT_S: Final = 10.0
-"""How long the loading thread waits, at most, for the early calls in flight before it
-goes on to the fence and the SDK (both need the one interpreter lock)."""
 HELD_FRAMES_MAX: Final = 64
 """Frames held for the SDK's server (notifications, mostly) beyond which it is built, so
 that what waits for it stays bounded."""
@@ -102,7 +98,7 @@ def serve_stdio(
 ) -> int:
     """Serve until the client closes stdin (or stops reading stdout); exit code 0 then.
     `on_ready` runs once every request can be answered without waiting for the start-up
-    (on WorkRail's transport, see _Loading).
+    (on WorkRail's transport, see Loading).
 
     Our transport (workrail.mcp.stdio) unless `sdk`, which serves through the SDK's own
     stdio transport and middleware, the reference the fast path is tested against.
@@ -137,7 +133,7 @@ def serve_stdio_early(
     def serve() -> None:
         # Plain asyncio: anyio's asyncio backend (tens of ms to import) loads on the
         # loading thread with the SDK, which runs on this same loop.
-        loading = _Loading(open_engine, open_fence, on_ready)
+        loading = Loading(open_engine, open_fence, on_ready)
         remaking = asyncio.run(_serve(loading, config))
         if remaking is not None:
             # A client that only listed and left still leaves a catalogue behind.
@@ -169,7 +165,7 @@ def _is_broken_pipe(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno == errno.EPIPE
 
 
-async def _serve(loading: _Loading, config: WorkrailConfig | None) -> threading.Thread | None:
+async def _serve(loading: Loading, config: WorkrailConfig | None) -> threading.Thread | None:
     """Serve; the thread remaking the catalogue, if one was started."""
     previous_interval = sys.getswitchinterval()
     # While the loading thread imports, hand the interpreter lock over quickly when the
@@ -216,8 +212,8 @@ async def _serve(loading: _Loading, config: WorkrailConfig | None) -> threading.
     # Once `initialize` was answered here, plain tool calls stay WorkRail's to answer; on a
     # connection opened in the 2026 era, that era's calls are (stamped as the SDK stamps).
     calls = await loading.calls()
-    stamp = lowlevel.server_info_stamp
-    async with stdio_streams(wire, answered=answered, calls=calls, server_info=stamp) as (
+    server_info = lowlevel.server_info_stamp
+    async with stdio_streams(wire, answered=answered, calls=calls, server_info=server_info) as (
         read_stream,
         write_stream,
     ):
@@ -226,7 +222,7 @@ async def _serve(loading: _Loading, config: WorkrailConfig | None) -> threading.
     return remaking
 
 
-async def _restore_when_idle(loading: _Loading, interval: float) -> None:
+async def _restore_when_idle(loading: Loading, interval: float) -> None:
     """The default switch interval again once the loading thread waits with nothing to
     load (a lazy server's SDK not asked for): nothing competes for the interpreter then."""
     with contextlib.suppress(BaseException):
@@ -243,13 +239,14 @@ async def _answered(in_flight: set[asyncio.Task[None]]) -> None:
 
 async def _answer_early(
     wire: StdioWire,
-    loading: _Loading,
+    loading: Loading,
     catalogue: Catalogue | None,
     in_flight: set[asyncio.Task[None]],
 ) -> tuple[int | str, bytes] | None:
     """Answer what can be answered without the server: the first frame when it is a
-    plain `initialize`, then the plain requests _answer_one knows (taken off the wire: the
-    SDK never sees them). Returns (id, line) of the `initialize` answer, else None, at
+    plain `initialize` or a plain 2026-era request the catalogue holds (_answer_opening),
+    then the plain requests _answer_one knows in that era (taken off the wire: the SDK
+    never sees them). Returns (id, line) of the first frame's answer, else None, at
     stdin's end or once the server is up. Every other frame read stays the wire's, for the
     SDK's server, in order; once a request is left to it, so is every frame after it, and
     the server is asked for (`loading.build`)."""
@@ -273,10 +270,10 @@ async def _answer_early(
             _take(wire, got)  # nothing to answer, nor to hold
             continue
         if answered is None:
-            answered = await _answer_opening(wire, loading, catalogue, got)
-            if answered is None or catalogue is None:
-                return answered
-            era = _Era.of(answered[1], catalogue)
+            opened = await _answer_opening(wire, loading, catalogue, got)
+            if opened is None or catalogue is None:
+                return None if opened is None else opened[0]
+            answered, era = opened
             continue
         answer = None if held else await _answer_one(got, era, loading)
         if answer is None:
@@ -320,45 +317,49 @@ class _Era:
         self.server_info = server_info
 
     @classmethod
-    def of(cls, opening: bytes, catalogue: Catalogue) -> _Era:
-        """The era of the connection whose first request got the answer `opening`."""
-        result = json.loads(opening)["result"]
-        if "protocolVersion" in result:  # an `initialize` answer
-            revision = result["protocolVersion"]
-            results = {**catalogue.results.get(revision, {}), **CONSTANT_RESULTS}
-            calls = catalogue.calls.get(revision, {})
-            return cls(lambda f: answer_listing(f, results) or answer_cached_call(f, calls))
+    def handshake(cls, revision: str, catalogue: Catalogue) -> _Era:
+        results = {**catalogue.results.get(revision, {}), **CONSTANT_RESULTS}
+        calls = catalogue.calls.get(revision, {})
+        return cls(lambda f: answer_listing(f, results) or answer_cached_call(f, calls))
+
+    @classmethod
+    def modern(cls, catalogue: Catalogue) -> _Era:
+        """None of the catalogue's answers but at the revision a request names (a plain
+        envelope names one of ours), each carrying the server's identity."""
+        results = {r: catalogue.results.get(r, {}) for r in MODERN_PROTOCOL_VERSIONS}
+        calls = {r: catalogue.calls.get(r, {}) for r in MODERN_PROTOCOL_VERSIONS}
         return cls(
-            lambda f: (
-                answer_modern_listing(f, catalogue.results)
-                or answer_modern_cached_call(f, catalogue.calls)
-            ),
-            result["_meta"][SERVER_INFO_KEY],
+            lambda f: answer_modern_listing(f, results) or answer_modern_cached_call(f, calls)
         )
 
 
 async def _answer_opening(
-    wire: StdioWire, loading: _Loading, catalogue: Catalogue | None, frame: bytes
-) -> tuple[int | str, bytes] | None:
-    """(id, line) of the answer to the first frame, written, when it is a plain
-    `initialize`, or a plain 2026-era request the catalogue holds (with a workflow to
-    start, the catalogue's capabilities are the server's whatever the store holds); else
-    None, with the server asked for: it answers everything. The frame stays the wire's:
-    the SDK's server sees it first, so it serves the connection in the same era."""
+    wire: StdioWire, loading: Loading, catalogue: Catalogue | None, frame: bytes
+) -> tuple[tuple[int | str, bytes], _Era] | None:
+    """((id, line), era) of the answer to the first frame, written, when it is a plain
+    `initialize`, or a plain 2026-era request the catalogue holds (a listing, or
+    `list_workflows`, which has no effect; with a workflow to start, the catalogue's
+    capabilities are the server's whatever the store holds); else None, with the server
+    asked for: it answers everything. The frame stays the wire's: the SDK's server sees it
+    first, so it serves the connection in the same era (its answer then is dropped)."""
     if catalogue is not None and catalogue.runnable:
-        modern = {
-            r: catalogue.results[r] for r in MODERN_PROTOCOL_VERSIONS if r in catalogue.results
-        }
-        opening = answer_modern_listing(frame, modern)
+        modern = _Era.modern(catalogue)
+        opening = modern.cached(frame)
         if opening is not None:
             await wire.writer.line(opening[1])
             loading.start()
-            return opening
-    return await _answer_initialize(wire, loading, catalogue, frame)
+            result = json.loads(opening[1])["result"]
+            modern.server_info = result["_meta"][SERVER_INFO_KEY]
+            return opening, modern
+    answered = await _answer_initialize(wire, loading, catalogue, frame)
+    if answered is None or catalogue is None:
+        return None if answered is None else (answered, _Era())
+    revision = json.loads(answered[1])["result"]["protocolVersion"]
+    return answered, _Era.handshake(revision, catalogue)
 
 
 async def _answer_initialize(
-    wire: StdioWire, loading: _Loading, catalogue: Catalogue | None, frame: bytes
+    wire: StdioWire, loading: Loading, catalogue: Catalogue | None, frame: bytes
 ) -> tuple[int | str, bytes] | None:
     """(id, line) of the answer to the first frame, written, when it is a plain
     `initialize`; else None, with the server asked for: it answers everything."""
@@ -377,7 +378,7 @@ async def _answer_initialize(
 
 
 async def _answer_one(
-    frame: bytes, era: _Era, loading: _Loading
+    frame: bytes, era: _Era, loading: Loading
 ) -> bytes | Coroutine[Any, Any, bytes] | None:
     """The line answering `frame` from the catalogue, a constant or the resource listing;
     for a tool call, the coroutine that runs it and gives its line; None when it is the
@@ -385,7 +386,8 @@ async def _answer_one(
     cached = era.cached(frame)
     if cached is not None:
         return cached[1]
-    listing = None if era.server_info else plain_listing(frame, RESOURCE_LISTINGS)
+    modern = era.server_info is not None
+    listing = None if modern else plain_listing(frame, RESOURCE_LISTINGS)
     if listing is not None:
         return await _answer_resources(*listing, loading)
     if plain_request(frame, "tools/call") is None:
@@ -398,7 +400,7 @@ async def _answer_one(
         raise
     from workrail.mcp.early_call import tool_call
 
-    call = tool_call(frame, calls, modern=era.server_info is not None)
+    call = tool_call(frame, calls, modern=modern)
     if call is None:
         loading.early_end()
         return None
@@ -407,7 +409,7 @@ async def _answer_one(
 
 async def _run_call(
     call: tuple[int | str, Any, Any, dict[str, Any]],
-    loading: _Loading,
+    loading: Loading,
     server_info: dict[str, Any] | None = None,
 ) -> bytes:
     """The call's answer, run on a worker thread (it blocks: it fsyncs)."""
@@ -419,7 +421,7 @@ async def _run_call(
         loading.early_end()
 
 
-async def _answer_resources(request_id: int | str, method: str, loading: _Loading) -> bytes | None:
+async def _answer_resources(request_id: int | str, method: str, loading: Loading) -> bytes | None:
     """A plain resource listing, answered by the listing the SDK's server runs (in a
     worker thread, like a call: it reads the store); None when the server offers no
     resources (its own answer says so) or the store cannot answer."""
@@ -444,176 +446,6 @@ def _is_notification(frame: bytes) -> bool:
     except (ValueError, RecursionError):
         return False
     return isinstance(message, dict) and "method" in message and "id" not in message
-
-
-class _Loading:
-    """The engine's and the fence's opening in a thread of their own, then, once asked
-    for (`build`), the SDK's import and the server's build.
-
-    `on_ready` runs on that thread once every request can be answered without waiting for
-    the start-up: when the fence is open if the server has not been asked for by then (it
-    is built on the first request that needs it), else once the server is built."""
-
-    def __init__(
-        self,
-        open_engine: Callable[[], Engine],
-        open_fence: Callable[[], FenceService | None],
-        on_ready: Callable[[], None] | None = None,
-    ) -> None:
-        self._opened: concurrent.futures.Future[tuple[Engine, bool]] = concurrent.futures.Future()
-        self._calls: concurrent.futures.Future[Calls] = concurrent.futures.Future()
-        self._ready: concurrent.futures.Future[None] = concurrent.futures.Future()
-        self._future: concurrent.futures.Future[tuple[MCPServer, Engine]] = (
-            concurrent.futures.Future()
-        )
-        self._open_engine = open_engine
-        self._open_fence = open_fence
-        self._on_ready = on_ready
-        self._thread: threading.Thread | None = None
-        self._wrapped: asyncio.Future[tuple[MCPServer, Engine]] | None = None
-        self._wanted = threading.Event()
-        self._early = threading.Condition()
-        self._early_calls = 0
-
-    def start(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="workrail-sdk-load", daemon=True)
-            self._thread.start()
-
-    def build(self) -> None:
-        """Ask for the server: it is built as soon as the fence is open."""
-        self._wanted.set()
-        self.start()
-
-    @property
-    def building(self) -> bool:
-        """Whether the server has been asked for."""
-        return self._wanted.is_set()
-
-    def future(self) -> asyncio.Future[tuple[MCPServer, Engine]]:
-        """The server (and its engine), once built: one future on the event loop, so a
-        failure is retrieved where it is awaited and nowhere else."""
-        if self._wrapped is None:
-            self._wrapped = asyncio.wrap_future(self._future)
-        return self._wrapped
-
-    async def content(self) -> bool:
-        """Whether prompts and resources are offered, once the engine is open."""
-        return (await self._wait(self._opened))[1]
-
-    async def engine(self) -> Engine:
-        return (await self._wait(self._opened))[0]
-
-    async def calls(self) -> Calls:
-        """The engine's tools, by name, once the engine is open and they are loaded."""
-        return await self._wait(self._calls)
-
-    async def ready(self) -> None:
-        """Once the fence is open: all but the server is loaded."""
-        await self._wait(self._ready)
-
-    async def server(self) -> tuple[MCPServer, Engine]:
-        self.build()
-        return await self.future()
-
-    async def _wait(self, step: concurrent.futures.Future[_T]) -> _T:
-        self.start()
-        try:
-            return await asyncio.wrap_future(step)
-        except BaseException:
-            if self._future.done():  # a failed start-up fails every step, this one first
-                await self.future()  # the same failure, retrieved here, not left behind
-            raise
-
-    @contextlib.contextmanager
-    def early_call(self) -> Iterator[None]:
-        """Around a call answered before the SDK: the loading thread, once the call can
-        run, waits for it to be answered before it opens the fence and imports the SDK, so
-        the call the client waits for has the interpreter to itself."""
-        self.early_begin()
-        try:
-            yield
-        finally:
-            self.early_end()
-
-    def early_begin(self) -> None:
-        """`early_call`'s start, for a call whose answer is awaited elsewhere."""
-        with self._early:
-            self._early_calls += 1
-
-    def early_end(self) -> None:
-        with self._early:
-            self._early_calls -= 1
-            self._early.notify_all()
-
-    def _after_early_calls(self) -> None:
-        with self._early:
-            self._early.wait_for(lambda: self._early_calls == 0, CALL_FIRST_WAIT_S)
-
-    def _run(self) -> None:
-        try:
-            engine = self._open_engine()
-            from workrail.mcp.content import has_content
-
-            offers_content = has_content(engine)
-        except BaseException as exc:
-            self._fail(exc)
-            return
-        self._opened.set_result((engine, offers_content))
-        self._calls.set_result(_early_calls(engine))
-        self._after_early_calls()
-        try:
-            fence = self._open_fence()
-            announced = not self._wanted.is_set()
-            if announced:
-                self._announce()
-        except BaseException as exc:
-            self._fail(exc)
-            return
-        self._ready.set_result(None)
-        self._wanted.wait()
-        try:
-            server = _build_server(engine, fence, offers_content)
-            if not announced:
-                self._announce()
-            self._future.set_result((server, engine))
-        except BaseException as exc:
-            self._future.set_exception(exc)
-
-    def _announce(self) -> None:
-        if self._on_ready is not None:
-            self._on_ready()
-
-    def _fail(self, exc: BaseException) -> None:
-        """Every step not yet done fails with `exc`, the server first (see _wait)."""
-        for step in (self._future, self._opened, self._calls, self._ready):
-            if not step.done():
-                step.set_exception(exc)
-
-
-def _build_server(engine: Engine, fence: FenceService | None, offers_content: bool) -> MCPServer:
-    """The SDK's import and the server's build (the loading thread's longest step)."""
-    from workrail.mcp.stdio_build import build_stdio_server
-
-    server = build_stdio_server(engine, fence, offers_content=offers_content)
-    import anyio._backends._asyncio  # noqa: F401 (what serving it runs on)
-
-    return server
-
-
-def _early_calls(engine: Engine) -> Calls:
-    """The engine's tools by name, with what answering a first request without the SDK
-    needs loaded (workrail.mcp.early_call, workrail.mcp.resource_listing); none, with a
-    warning, when they cannot load (the SDK's server then answers the calls)."""
-    try:
-        from workrail.mcp.early_call import answer_call  # noqa: F401 (for the main thread)
-        from workrail.mcp.resource_listing import answer_resource_listing  # noqa: F401
-        from workrail.mcp.tool_calls import engine_tools
-
-        return {spec.name: (spec, h) for spec, h in engine_tools(engine)}
-    except Exception:
-        log.warning("tool calls wait for the SDK's server", exc_info=True)
-        return {}
 
 
 def _remake_catalogue(

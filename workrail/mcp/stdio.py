@@ -118,7 +118,7 @@ async def stdio_streams(
 ]:
     """(read_stream, write_stream) for `Server.run`, over the process's stdin/stdout, or
     over `opened` (which this then owns). `answered` is (id, line) of an answer already
-    written for the first request: the server's answer to that id is dropped, once.
+    written for the first request: the server's answer to that request is dropped.
     A plain call of one of `calls` is answered here, as before the SDK had loaded
     (workrail.mcp.early_call: the SDK's bytes, without its request machinery): after the
     `initialize` answered at start-up (`answered`), or, given `server_info` (the server's
@@ -215,8 +215,8 @@ class _Pump:
         return tool_call(frame, self._calls, modern=self._era == "modern")
 
     async def _answer_call(self, call: tuple[int | str, Any, Any, dict[str, Any]]) -> None:
-        stamp = self._server_info if self._era == "modern" else None
-        line = await anyio.to_thread.run_sync(answer_call, *call, stamp)
+        server_info = self._server_info if self._era == "modern" else None
+        line = await anyio.to_thread.run_sync(answer_call, *call, server_info)
         await self._send_line(line)
         self._answered(call[0])
 

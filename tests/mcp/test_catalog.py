@@ -118,8 +118,9 @@ def test_the_catalogue_answers_as_the_sdk_does_at_every_2026_era_revision(
                     sdk_answer(server, revision, frame),
                 ), f"the catalogue's {method} differs from the SDK's"
     other = dict.fromkeys(HANDSHAKE_PROTOCOL_VERSIONS, results[revision])
+    params = {"_meta": _envelopes(revision)[0]}
     frame = json.dumps(
-        {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": envelope}}
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": params}
     ).encode()
     assert answer_modern_listing(frame, other) is None  # only at the request's revision
 

@@ -227,21 +227,15 @@ def plain_listing(frame: bytes, methods: Container[str]) -> tuple[int | str, str
 def modern_listing(frame: bytes, methods: Container[str]) -> tuple[int | str, str, str] | None:
     """(request id, method, revision) when `frame` is a plain 2026-era request for one of
     `methods` whose only parameter is its envelope (see _plain_envelope); None otherwise."""
-    try:
-        request = _plain_json(frame)
-        if not isinstance(request, dict) or set(request) != _LISTING_KEYS[1]:
-            raise _Unsure
-        method = request["method"]
-        if request["jsonrpc"] != "2.0" or not isinstance(method, str) or method not in methods:
-            raise _Unsure
-        params = request["params"]
-        if not isinstance(params, dict) or set(params) != {"_meta"}:
-            raise _Unsure
-        if not _plain_envelope(params["_meta"]):
-            raise _Unsure
-        return _plain_id(request["id"]), method, params["_meta"][PROTOCOL_VERSION_KEY]
-    except _Unsure:
+    request = _plain_request(frame, methods)
+    if request is None:
         return None
+    request_id, method, params = request
+    if not isinstance(params, dict) or set(params) != {"_meta"}:
+        return None
+    if not _plain_envelope(params["_meta"]):
+        return None
+    return request_id, method, params["_meta"][PROTOCOL_VERSION_KEY]
 
 
 def answer_modern_listing(
@@ -261,26 +255,34 @@ def answer_modern_cached_call(
     frame: bytes, calls: Mapping[str, Mapping[str, bytes]]
 ) -> tuple[int | str, bytes] | None:
     """As answer_cached_call, for a 2026-era call (`calls`: revision → tool → result)."""
-    call = plain_tool_call(frame, modern=True)
+    call = _plain_call(frame, modern=True)
     if call is None or call[2]:
         return None
-    revision = json.loads(frame)["params"]["_meta"][PROTOCOL_VERSION_KEY]
-    by_tool = calls.get(revision, {})
-    if call[1] not in by_tool:
+    request_id, name, _, meta = call
+    by_tool = calls.get(meta[PROTOCOL_VERSION_KEY], {})
+    if name not in by_tool:
         return None
-    return call[0], _result_line(call[0], by_tool[call[1]])
+    return request_id, _result_line(request_id, by_tool[name])
 
 
 def plain_request(frame: bytes, method: str) -> tuple[int | str, Any] | None:
     """(id, params) when `frame` is plain JSON (see _plain_json) making a `method` request
     with a plain id and params; None otherwise."""
+    request = _plain_request(frame, (method,))
+    return None if request is None else (request[0], request[2])
+
+
+def _plain_request(frame: bytes, methods: Container[str]) -> tuple[int | str, str, Any] | None:
+    """(id, method, params) when `frame` is plain JSON making a request for one of
+    `methods` with a plain id and params; None otherwise."""
     try:
         request = _plain_json(frame)
         if not isinstance(request, dict) or set(request) != _LISTING_KEYS[1]:
             raise _Unsure
-        if request["jsonrpc"] != "2.0" or request["method"] != method:
+        method = request["method"]
+        if request["jsonrpc"] != "2.0" or not isinstance(method, str) or method not in methods:
             raise _Unsure
-        return _plain_id(request["id"]), request["params"]
+        return _plain_id(request["id"]), method, request["params"]
     except _Unsure:
         return None
 
@@ -292,21 +294,29 @@ def plain_tool_call(
     object or absent, a `_meta` only when it holds just a progress token; with `modern`,
     a `_meta` that is a plain envelope of one of MODERN_PROTOCOL_VERSIONS); None otherwise
     (the SDK answers)."""
+    call = _plain_call(frame, modern=modern)
+    return None if call is None else call[:3]
+
+
+def _plain_call(frame: bytes, *, modern: bool) -> tuple[int | str, str, dict[str, Any], Any] | None:
+    """plain_tool_call's (id, tool name, arguments), with the call's `_meta` (None when
+    absent)."""
     request = plain_request(frame, "tools/call")
     if request is None:
         return None
     request_id, params = request
     if not isinstance(params, dict) or not {"name"} <= set(params) <= _CALL_PARAMS:
         return None
+    meta = params.get("_meta")
     if modern:
-        if not _plain_envelope(params.get("_meta")):
+        if not _plain_envelope(meta):
             return None
-    elif "_meta" in params and not _progress_token_only(params["_meta"]):
+    elif "_meta" in params and not _progress_token_only(meta):
         return None
     name, arguments = params["name"], params.get("arguments", {})
     if not isinstance(name, str) or not isinstance(arguments, dict):
         return None
-    return request_id, name, arguments
+    return request_id, name, arguments, meta
 
 
 def _progress_token_only(meta: Any) -> bool:

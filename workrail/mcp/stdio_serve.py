@@ -324,8 +324,8 @@ class _Era:
 
     @classmethod
     def modern(cls, catalogue: Catalogue) -> _Era:
-        """None of the catalogue's answers but at the revision a request names (a plain
-        envelope names one of ours), each carrying the server's identity."""
+        """The catalogue's answers at the 2026-era revisions, each request answered at the
+        revision its envelope names (a plain envelope names one of ours)."""
         results = {r: catalogue.results.get(r, {}) for r in MODERN_PROTOCOL_VERSIONS}
         calls = {r: catalogue.calls.get(r, {}) for r in MODERN_PROTOCOL_VERSIONS}
         return cls(
@@ -348,9 +348,9 @@ async def _answer_opening(
         if opening is not None:
             await wire.writer.line(opening[1])
             loading.start()
-            result = json.loads(opening[1])["result"]
-            modern.server_info = result["_meta"][SERVER_INFO_KEY]
-            return opening, modern
+            # Every result of the era carries the server's identity: the calls' too.
+            server_info = json.loads(opening[1])["result"]["_meta"][SERVER_INFO_KEY]
+            return opening, _Era(modern.cached, server_info)
     answered = await _answer_initialize(wire, loading, catalogue, frame)
     if answered is None or catalogue is None:
         return None if answered is None else (answered, _Era())

@@ -3,6 +3,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -551,3 +552,55 @@ def test_a_failure_after_the_new_manifest_is_linked_never_deletes_its_segments(
     assert append(fresh, chain.sess, plan).unwrap().deduplicated is True  # the retry
     assert isinstance(append(fresh, chain.sess, chain.advance()), Success)
     assert len(events_of(_fresh(data_dir), chain.sess)) == 6
+
+
+def test_creating_a_session_fsyncs_no_empty_file(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new session's staged manifest is created holding its first group: an fsync of
+    it while empty would be one more disk flush on every start, making nothing durable."""
+    real_fsync = os.fsync
+    synced: list[tuple[bool, int]] = []
+
+    def recording_fsync(fd: int) -> None:
+        st = os.fstat(fd)
+        synced.append((stat.S_ISREG(st.st_mode), st.st_size))
+        real_fsync(fd)
+
+    store = _fresh(data_dir)
+    chain = Chain()
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    append(store, chain.sess, chain.start())
+    monkeypatch.undo()
+    files = [size for regular, size in synced if regular]
+    assert len(files) == 2  # the segment, then the staged manifest
+    assert all(size > 0 for size in files)
+    assert _fresh(data_dir).health(chain.sess).unwrap().kind == "healthy"
+
+
+@pytest.mark.parametrize("debris", ["garbage", "symlink"])
+def test_debris_of_an_interrupted_creation_is_replaced_never_appended_to(
+    data_dir: Path, tmp_path: Path, debris: str
+) -> None:
+    """A staged manifest left by a creation that died is replaced whole; a symlink planted
+    under its name is removed, never written through."""
+    chain = Chain()
+    sdir = data_dir / "sessions" / chain.sess
+    for directory in (data_dir, sdir.parent, sdir):
+        directory.mkdir(mode=0o700, exist_ok=True)
+    outside = tmp_path / "outside"
+    outside.write_bytes(b"keep me\n")
+    staged = sdir / "manifest.jsonl.tmp"
+    if debris == "symlink":
+        staged.symlink_to(outside)
+    else:
+        staged.write_bytes(b'{"kind":"segment_closed","truncated\n')
+    append(_fresh(data_dir), chain.sess, chain.start())
+    fresh = _fresh(data_dir)
+    assert fresh.health(chain.sess).unwrap().kind == "healthy"
+    assert len(events_of(fresh, chain.sess)) == 3
+    assert not staged.is_symlink()
+    assert not staged.exists()
+    lines = (sdir / "manifest.jsonl").read_bytes().splitlines()
+    assert [json.loads(line)["kind"] for line in lines] == ["segment_closed", "snapshot_pinned"]
+    assert outside.read_bytes() == b"keep me\n"

@@ -469,7 +469,12 @@ class LocalSessionStore(LogStore):
             manifest_path = txn.session_dir / STAGED_MANIFEST
             if not entry.manifest:
                 # Debris of an earlier, interrupted creation is replaced, never appended to.
-                write_synced(manifest_path, b"")
+                if self._faults is None:
+                    # Created holding its first group: one fsync, not one more for an
+                    # empty file that is never published empty.
+                    write_synced(manifest_path, group)
+                    return os.lstat(manifest_path)
+                write_synced(manifest_path, b"")  # faults split the group below
         else:
             manifest_path = txn.session_dir / MANIFEST
         # Never created here: a new session's manifest is the staged one, made just above

@@ -3,9 +3,11 @@ once .venv is up to date, and name each missing service (failing under CI)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -124,3 +126,19 @@ def test_a_failed_install_says_what_to_do_and_leaves_no_stamp(tmp_path: Path) ->
 @pytest.mark.parametrize("script", ["run", "test", "ci_services.sh", "_venv.sh"])
 def test_scripts_parse(script: str) -> None:
     assert subprocess.run(["bash", "-n", str(ROOT / "scripts" / script)]).returncode == 0
+
+
+def test_the_fsync_floor_replays_the_chains_the_engine_makes(tmp_path: Path) -> None:
+    """`scripts/bench_fsync_floor` times bare replays of the protocol's fsync chains; they
+    stand for the engine's calls only while the engine makes exactly those fsyncs."""
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "bench_fsync_floor"), "--samples", "3"]
+        + ["--dir", str(tmp_path), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["engineFsyncsPerCall"] == {"start": 6, "advance": 5, "checkpoint": 3}
+    assert set(report["floors"]) >= {"checkpoint", "advance", "start"}

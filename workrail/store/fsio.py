@@ -213,33 +213,38 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def write_synced(path: Path, data: bytes) -> None:
+def write_synced(path: Path, data: bytes) -> os.stat_result:
     """Create `path` afresh (0600) holding `data`, fsync'd, then close; on failure nothing
     is left at `path`. Written into a spare file made ahead of need and linked under
     `path` once durable; without a spare, `path` is created with O_EXCL. Either way
     whatever was at `path` is unlinked first, so a symlink planted there is removed, never
-    written through."""
+    written through. Returns the stat of the file written (its descriptor's, not the
+    name's)."""
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
-    if _write_spare(path, data, replace=False):
-        return
+    written = _write_spare(path, data, replace=False)
+    if written is not None:
+        return written
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, FILE_MODE)
     try:
         write_all(fd, data)
         os.fsync(fd)
+        st = os.fstat(fd)
     except BaseException:
         os.close(fd)
         os.unlink(path)  # ours (O_EXCL): a half-written file helps nobody, on a full disk least
         raise
     os.close(fd)
+    return st
 
 
-def _write_spare(path: Path, data: bytes, *, replace: bool) -> bool:
-    """Write `data` into a spare of `path`'s directory, fsync it, and link it as `path`.
-    False (nothing named) when no spare can be had or linked here."""
+def _write_spare(path: Path, data: bytes, *, replace: bool) -> os.stat_result | None:
+    """Write `data` into a spare of `path`'s directory, fsync it, and link it as `path`:
+    the stat of the file written, or None (nothing named) when no spare can be had or
+    linked here."""
     fd = Spares.shared().take(path.parent)
     if fd is None:
-        return False
+        return None
     try:
         write_all(fd, data)
         os.fsync(fd)
@@ -250,9 +255,9 @@ def _write_spare(path: Path, data: bytes, *, replace: bool) -> bool:
                 raise
             os.unlink(path)  # an older file goes (never written through a symlink)
             link_spare(fd, path)
+        return os.fstat(fd)
     finally:
         os.close(fd)
-    return True
 
 
 def _synced_temp(path: Path, data: bytes) -> Path:
@@ -261,7 +266,7 @@ def _synced_temp(path: Path, data: bytes) -> Path:
     made ahead of need linked under a fresh name (a link never follows nor replaces), else
     mkstemp (O_EXCL, does not follow links)."""
     name = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
-    if _write_spare(name, data, replace=False):
+    if _write_spare(name, data, replace=False) is not None:
         return name
     fd, made = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     name = Path(made)

@@ -468,13 +468,14 @@ class LocalSessionStore(LogStore):
         if staged:
             manifest_path = txn.session_dir / STAGED_MANIFEST
             if not entry.manifest:
-                # Debris of an earlier, interrupted creation is replaced, never appended to.
-                if self._faults is None:
-                    # Created holding its first group: one fsync, not one more for an
-                    # empty file that is never published empty.
-                    write_synced(manifest_path, group)
-                    return os.lstat(manifest_path)
-                write_synced(manifest_path, b"")  # faults split the group below
+                # Created holding its first group: one fsync (an empty file fsync'd first
+                # was one more, for a file never published empty). Debris of an earlier,
+                # interrupted creation is replaced, never appended to; the file is named
+                # only once whole, so the nearest a kill comes to a partial manifest here
+                # is a complete staged one that was never published.
+                st = write_synced(manifest_path, group)
+                self._fault("manifest_partial")
+                return st
         else:
             manifest_path = txn.session_dir / MANIFEST
         # Never created here: a new session's manifest is the staged one, made just above

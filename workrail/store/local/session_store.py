@@ -478,8 +478,9 @@ class LocalSessionStore(LogStore):
                 return st
         else:
             manifest_path = txn.session_dir / MANIFEST
-        # Never created here: a new session's manifest is the staged one, made just above
-        # and published by `_publish`; a published one that vanished is an I/O failure.
+        # Never created here: a new session's staged manifest was made by this write's
+        # first group (above) and is published by `_publish`; a published one that
+        # vanished is an I/O failure.
         fd = open_regular(manifest_path, os.O_WRONLY | os.O_APPEND)
         try:
             if self._faults is None:

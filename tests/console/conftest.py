@@ -10,6 +10,7 @@ import re
 import shutil
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -154,9 +155,8 @@ def start_console(
     running = RunningConsole(
         f"http://127.0.0.1:{port}", guard, backend, data_dir, server, thread, app
     )
-    for _ in range(200):
-        if server.started:
-            break
+    deadline = time.monotonic() + 30  # generous: two busy cores under CI
+    while not server.started and time.monotonic() < deadline:
         threading.Event().wait(0.025)
     assert server.started, "the console server did not start"
     return running
@@ -304,7 +304,7 @@ def browser() -> Iterator[Any]:
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1400, "height": 950}, accept_downloads=True)
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(20_000)  # two busy cores under CI
     tab = context.new_page()
     errors: list[str] = []
     tab.on("pageerror", lambda exc: errors.append(str(exc)))

@@ -24,7 +24,8 @@ from tests.console.scenarios import (
 from tests.engine.helpers import loop_control, ok
 from workrail.engine.api import Engine
 
-LIVE_TIMEOUT_MS = 8_000
+LIVE_TIMEOUT_MS = 20_000
+"""Generous: Chromium, the server and the store share two busy cores under CI."""
 
 
 def _open(page: Any, console: RunningConsole, path: str, *, secret: bool = False) -> None:

@@ -345,7 +345,9 @@ def test_prune_never_collects_from_under_a_concurrent_writer(tmp_path: Path) -> 
         writer = started[1]
         collected: set[str] = set()
         deleted: set[str] = set()
-        while child.poll() is None:
+        running = True
+        while running:  # at least once, however fast the writer finishes
+            running = child.poll() is None
             report = engine.prune(PruneRequest(older_than=timedelta(days=30))).unwrap()
             assert report.collected.skipped_reason is None
             collected |= set(report.collected.snapshots)

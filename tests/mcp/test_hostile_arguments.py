@@ -77,7 +77,7 @@ async def test_validation_runs_off_the_event_loop(
     def held(tool: str, arguments: dict[str, Any], *rest: Any) -> EngineError | None:
         if HUGE_KEY in arguments:
             entered.set()
-            release.wait(timeout=10)
+            release.wait(timeout=120)  # set by the test: the bound only ends a hang
         return real(tool, arguments, *rest)
 
     monkeypatch.setattr(tool_calls_module, "validate_arguments", held)

@@ -98,7 +98,7 @@ def test_many_concurrent_advances_never_starve_the_pool(module_db_url: str) -> N
 
     from workrail.store.postgres import open_postgres_backend
 
-    backend = open_postgres_backend(module_db_url, pool_size=4, pool_wait=2.0).unwrap()
+    backend = open_postgres_backend(module_db_url, pool_size=4, pool_wait=10.0).unwrap()
     try:
         engine = engine_over(backend)
         starts = [ok(engine.start_workflow("probe-flow")) for _ in range(8)]

@@ -142,3 +142,44 @@ def test_the_fsync_floor_replays_the_chains_the_engine_makes(tmp_path: Path) -> 
     report = json.loads(done.stdout)
     assert report["engineFsyncsPerCall"] == {"start": 6, "advance": 5, "checkpoint": 3}
     assert set(report["floors"]) >= {"checkpoint", "advance", "start"}
+
+
+PYTHON_SCRIPTS = sorted(
+    p.name
+    for p in (ROOT / "scripts").iterdir()
+    if p.is_file() and p.read_text(errors="replace").startswith("#!/usr/bin/env python3")
+)
+
+
+@pytest.mark.parametrize("script", PYTHON_SCRIPTS)
+def test_a_script_started_by_a_python_without_the_dependencies_runs_on_the_venv(
+    script: str,
+) -> None:
+    """`python3 scripts/bench_…` with a Python the project is not installed in (`-S`
+    leaves out every site-packages) runs on .venv, saying so, with no traceback."""
+    done = subprocess.run(
+        [sys.executable, "-S", str(ROOT / "scripts" / script), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"usage: {script}")
+    assert f"workrail: running {script} on " in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_script_re_run_on_a_venv_without_the_dependencies_stops_with_what_to_do() -> None:
+    env = {**os.environ, "WORKRAIL_SCRIPT_REEXECUTED": "1"}
+    done = subprocess.run(
+        [sys.executable, "-S", str(ROOT / "scripts" / "bench_engine"), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=ROOT,
+        env=env,
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip().endswith("lacks the project's dependencies; run scripts/test once.")
+    assert "Traceback" not in done.stderr

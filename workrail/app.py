@@ -171,9 +171,7 @@ def open_backend(config: WorkrailConfig) -> Result[Backend, StartupError]:
     """The backend the configuration names: files in the data directory, PostgreSQL, or
     memory (for tests and demos: nothing is kept when the process exits)."""
     if config.store_url is None:
-        return Success(
-            LocalBackend.open(config.data_dir, allow_insecure_keys=config.allow_insecure_keys)
-        )
+        return _local_backend(config.data_dir, config.allow_insecure_keys, existing=False)
     return open_backend_at(config.store_url)
 
 
@@ -184,12 +182,14 @@ def utc_now() -> datetime:
 
 
 def open_backend_at(
-    location: str | Path, *, allow_insecure_keys: bool = False
+    location: str | Path, *, allow_insecure_keys: bool = False, existing: bool = False
 ) -> Result[Backend, StartupError]:
     """The backend at a postgresql:// URL, a new in-memory one for `memory://`, or the
     files backend over a data directory (for commands that use two stores at once, like
-    `workrail migrate`). A data directory's keyring is checked as `open_backend` checks it: `allow_insecure_keys`
-    (the configuration's) turns a keyring others can read into a logged warning."""
+    `workrail migrate`). A data directory's keyring is checked as `open_backend` checks
+    it: `allow_insecure_keys` (the configuration's) turns a keyring others can read into a
+    logged warning. `existing`: a data directory must already hold a store (a store that
+    is only read, so a mistyped path is refused rather than read as an empty store)."""
     if location == MEMORY_URL:
         from workrail.store.memory import MemoryBackend
 
@@ -205,7 +205,28 @@ def open_backend_at(
         backend: Backend = opened.unwrap()
         return Success(backend)
     directory = Path(location).expanduser().absolute()
-    return Success(LocalBackend.open(directory, allow_insecure_keys=allow_insecure_keys))
+    return _local_backend(directory, allow_insecure_keys, existing=existing)
+
+
+def _local_backend(
+    directory: Path, allow_insecure_keys: bool, *, existing: bool
+) -> Result[Backend, StartupError]:
+    """The files backend over `directory`; a path that cannot be one is refused here, by
+    name, rather than later by whatever file inside it is touched first (the keyring)."""
+    if directory.exists() and not directory.is_dir():
+        return Failure(
+            StartupError(
+                "CONFIG_INVALID",
+                f"The data directory {directory} is a file, not a directory: name a directory "
+                "(--data-dir or WORKRAIL_DATA_DIR; a missing one is created).",
+            )
+        )
+    backend = LocalBackend.open(directory, allow_insecure_keys=allow_insecure_keys)
+    if existing and not backend.layout.holds_store():
+        backend.close()
+        why = "it does not exist" if not directory.exists() else "no keys/ or sessions/ in it"
+        return Failure(StartupError("CONFIG_INVALID", f"No WorkRail store at {directory} ({why})."))
+    return Success(backend)
 
 
 def build_engine(config: WorkrailConfig, backend: Backend) -> Result[Engine, StartupError]:

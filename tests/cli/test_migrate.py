@@ -114,11 +114,39 @@ def test_an_unreachable_target_is_one_line(
     from tests.services.postgres import free_port
 
     url = f"postgresql://u:pa55word@127.0.0.1:{free_port()}/db"
+    LocalBackend.open(data_dir).keyring.load().unwrap()  # a store to copy from
     assert main(["migrate", "--from", str(data_dir), "--to", url]) == 1
     err = capsys.readouterr().err
     assert "Cannot reach PostgreSQL" in err
     assert "pa55word" not in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("source", ["missing", "empty", "a file"])
+def test_a_source_that_holds_no_store_is_refused_and_left_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], source: str
+) -> None:
+    """A mistyped --from is not read as an empty store (which made a keyring in it and
+    reported everything moved): refused as input, with nothing written on either side."""
+    path = tmp_path / "typo"
+    if source == "empty":
+        path.mkdir()
+    elif source == "a file":
+        path.write_text("notes")
+    target = tmp_path / "target"
+    assert main(["migrate", "--from", str(path), "--to", str(target)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("CONFIG_INVALID: "), err
+    assert str(path) in err
+    assert "Check --from" in err
+    assert "Traceback" not in err
+    assert not target.exists()
+    if source == "empty":
+        assert list(path.iterdir()) == []
+    elif source == "a file":
+        assert path.read_text() == "notes"
+    else:
+        assert not path.exists()
 
 
 def _stamped(backend: Any) -> dict[str, Any]:

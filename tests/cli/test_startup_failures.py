@@ -103,6 +103,18 @@ def test_every_other_server_and_command_refuses_a_damaged_keyring_in_one_line(
     _assert_one_clear_line(_run(data_dir, _commands(data_dir)[name]), "KEYRING_CORRUPT")
 
 
+@pytest.mark.parametrize("name", ["mcp", "serve", "keys rotate"])
+def test_a_data_directory_that_is_a_file_is_named_in_one_line(tmp_path: Path, name: str) -> None:
+    """Refused by its path, not by the keyring inside it that cannot exist (which said to
+    check the keys/ folder's permissions)."""
+    data_dir = tmp_path / "data"
+    data_dir.write_text("not a directory")
+    done = _run(data_dir, _commands(tmp_path / "elsewhere")[name])
+    _assert_one_clear_line(done, "CONFIG_INVALID")
+    assert f"The data directory {data_dir} is a file" in done.stderr
+    assert data_dir.read_text() == "not a directory"
+
+
 def test_a_server_started_on_a_full_disk_exits_in_one_line(small_disk: SmallDisk) -> None:
     data_dir = small_disk.root / "data"
     small_disk.fill()

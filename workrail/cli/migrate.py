@@ -55,9 +55,9 @@ def run_migrate(cli: Cli) -> int:
     if args.source == args.target:
         return cli.input_error("--from and --to name the same store.", "Name two different stores.")
     insecure = cli.config.allow_insecure_keys
-    source = _open(args.source, insecure)
+    source = _open(args.source, insecure, existing=True)
     try:
-        target = _open(args.target, insecure)
+        target = _open(args.target, insecure, existing=False)
     except CliExit:
         source.close()
         raise
@@ -68,11 +68,16 @@ def run_migrate(cli: Cli) -> int:
         target.close()
 
 
-def _open(location: str, allow_insecure_keys: bool) -> Backend:
-    opened = open_backend_at(location, allow_insecure_keys=allow_insecure_keys)
+def _open(location: str, allow_insecure_keys: bool, *, existing: bool) -> Backend:
+    """A store to copy from (`existing`: a data directory must already hold one, so a
+    mistyped --from is refused, not read as empty) or into."""
+    opened = open_backend_at(location, allow_insecure_keys=allow_insecure_keys, existing=existing)
     if isinstance(opened, Failure):
         problem = opened.failure()
-        hint = "Check both --from and --to, then run it again."
+        flag = "--from" if existing else "--to"
+        hint = (
+            f"Check {flag} (the store to copy {'from' if existing else 'into'}), then run it again."
+        )
         raise CliExit(envelope(problem.code, problem.message, hint))
     return opened.unwrap()
 

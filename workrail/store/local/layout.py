@@ -22,6 +22,11 @@ class Layout:
     def sessions_dir(self) -> Path:
         return self.root / "sessions"
 
+    def holds_store(self) -> bool:
+        """Whether a store was ever written here: its keyring or a session (a data
+        directory holds both from its first start)."""
+        return (self.root / "keys").is_dir() or self.sessions_dir.is_dir()
+
     def session_dir(self, session_id: str) -> Path:
         if not is_session_id(session_id):
             raise UnsafeReference(f"not a session id: {session_id[:60]!r}")

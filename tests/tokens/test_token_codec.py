@@ -406,3 +406,20 @@ def test_continue_parameter_names_the_kind_it_got(kind: str) -> None:
     assert isinstance(err, Failure)
     assert err.failure().code == "TOKEN_INVALID_FORMAT"
     assert "Expected a continue token" in err.failure().message
+
+
+@pytest.mark.parametrize("damage", ["short", "long", "a character off the alphabet"])
+def test_a_damaged_continue_token_is_told_what_is_wrong_with_it(damage: str) -> None:
+    """Not "expected a continue token, got a continue token": the fault of this one."""
+    codec = codec_for(KEY_A)
+    text = codec.mint_continue(session_id=SESSION, node_id=NODE, attempt_id=ATTEMPT)
+    damaged, fault = {
+        "short": (text[:12], "got 12 characters"),
+        "long": (text + "AAAA", "got 95 characters"),
+        "a character off the alphabet": (text[:-1] + "!", "a character is outside"),
+    }[damage]
+    err = codec.parse_continue(damaged)
+    assert isinstance(err, Failure)
+    assert err.failure().code == "TOKEN_INVALID_FORMAT"
+    assert err.failure().message.startswith("Token corrupted: a ct1.... token has exactly 91")
+    assert fault in err.failure().message

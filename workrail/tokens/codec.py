@@ -84,8 +84,9 @@ class TokenCodec:
         verified = self._verify(token, "continue")
         if isinstance(verified, Failure):
             err = verified.failure()
-            if err.code == "TOKEN_INVALID_FORMAT" and head is not None:
-                return Failure(errors.not_a_continue_token(KIND_WORDS[head.group(1)], PREFIXES))
+            kind = KIND_WORDS[head.group(1)] if head is not None else None
+            if err.code == "TOKEN_INVALID_FORMAT" and kind not in (None, "continue"):
+                return Failure(errors.not_a_continue_token(kind, PREFIXES))  # another kind
             return Failure(err)
         return Success(unpack_continue(verified.unwrap()))
 

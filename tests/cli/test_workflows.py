@@ -105,9 +105,24 @@ def test_workflows_list_and_show(project: dict[str, str]) -> None:
     code, text = run("workflows", "show", "coding-task", env=project)
     assert code == 0
     assert "loop forEach" in text
-    code, text = run("workflows", "show", "nope", env=project)
-    assert code == 1
-    assert "Workflow not found: nope" in text
+
+
+def test_workflows_show_of_an_unknown_id_is_not_found_with_the_id_meant(
+    project: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An input error like any other (exit 2, on stderr, an envelope under --json), with
+    the id a typo most likely meant."""
+    code, text = run("workflows", "show", "wr.coding-tsk", env=project)
+    err = capsys.readouterr().err
+    assert (code, text) == (2, "")
+    assert err.startswith("NOT_FOUND: Workflow not found: wr.coding-tsk\n")
+    assert "Next: Did you mean wr.coding-task? Run `workrail workflows`" in err
+    code, text = run("--json", "workflows", "show", "nope", env=project)
+    assert code == 2
+    assert capsys.readouterr().err == ""
+    error = json.loads(text)["error"]
+    assert error["code"] == "NOT_FOUND"
+    assert error["details"]["suggestion"] == "Run `workrail workflows` to see the available ids."
 
 
 def test_workflows_show_of_an_invalid_file_is_workflow_invalid(

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.engine.conftest import make_engine
 from tests.engine.helpers import as_bytes, err, looped, ok, sid_of, tree_digest
 from workrail.engine.api import Engine
@@ -268,6 +270,18 @@ def test_unknown_workflow(engine: Engine) -> None:
     assert e.code == "NOT_FOUND"
     assert e.message == "Workflow not found: nope"
     assert err(engine.inspect_workflow("nope")).code == "NOT_FOUND"
+    assert "didYouMean" not in str(e.details)  # nothing close: the reference's answer
+
+
+@pytest.mark.parametrize("call", ["start_workflow", "inspect_workflow"])
+def test_a_misspelt_workflow_id_is_told_the_id_it_most_likely_meant(
+    engine: Engine, call: str
+) -> None:
+    e = err(getattr(engine, call)("probe-flwo"))
+    assert e.code == "NOT_FOUND"
+    assert e.message == "Workflow not found: probe-flwo"
+    assert e.details["details"]["didYouMean"] == "probe-flow"
+    assert e.details["suggestion"].startswith("Did you mean 'probe-flow'? Use list_workflows")
 
 
 def test_inspect_preview_hash(engine: Engine) -> None:

@@ -25,7 +25,7 @@ from workrail.cli.context import Cli, CliExit, add_command
 from workrail.cli.session_tree import print_whole, session_tree
 from workrail.core.errors import envelope
 from workrail.core.summary import RUN_STATUSES, SessionSummary
-from workrail.core.wording import counted
+from workrail.core.wording import counted, did_you_mean
 from workrail.engine.api import (
     UNHEALTHY_BANNER,
     LifecycleChange,
@@ -423,16 +423,14 @@ def unknown_arguments(
 ) -> dict[str, Any]:
     """VALIDATION_ERROR for flags or words `workrail sessions` does not know (or another
     argparse `problem`), with the closest known flag; nothing has run."""
-    import difflib
-
     known = sorted(set(_option_strings(parser)) | set(SUBCOMMANDS))
     unknown = [t for t in extras if t.startswith("-") and t.split("=", 1)[0] not in known]
     name = (unknown or extras or [""])[0].split("=", 1)[0]
     if problem is not None and not unknown:
         choice = re.search(r"invalid choice: '([^']*)'", problem)
         name = choice.group(1) if choice else ""
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6) if name else []
-    hint = f"Did you mean {close[0]}? " if close else ""
+    close = did_you_mean(name, known, cutoff=0.6) if name else None
+    hint = f"Did you mean {close}? " if close else ""
     what = (
         f"Unknown {'argument' if len(unknown) == 1 else 'arguments'} for workrail sessions: "
         f"{' '.join(unknown)}"

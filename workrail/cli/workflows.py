@@ -11,8 +11,9 @@ from typing import Any, TextIO
 from returns.result import Failure
 
 from workrail.cli.context import add_command
+from workrail.core.errors import envelope
 from workrail.core.text import screen_safe
-from workrail.core.wording import counted
+from workrail.core.wording import counted, did_you_mean
 from workrail.workflow.catalog import (
     Catalog,
     InvalidWorkflow,
@@ -334,7 +335,7 @@ def run_show(
     out: TextIO,
     config: DiscoveryConfig,
     as_json: bool,
-    report: Callable[[dict[str, Any]], int] | None = None,
+    report: Callable[[dict[str, Any]], int],
 ) -> int:
     """`report` writes an error envelope (Cli.fail): an invalid workflow is answered with
     the WORKFLOW_INVALID envelope start_workflow sends, then each file's problems."""
@@ -342,7 +343,7 @@ def run_show(
     resolved = catalog.resolve(args.workflow_id)
     if isinstance(resolved, Failure):
         invalid = [b for b in catalog.invalid if b.workflow_id == args.workflow_id]
-        if invalid and report is not None:
+        if invalid:
             # imported here: engine.api loads the whole engine (0.5 s), which `validate`
             # and `workflows` never need
             from workrail.engine.api import workflow_invalid
@@ -357,9 +358,10 @@ def run_show(
                     for p in bad.problems:
                         out.write(f"    {p.code}  {p.line()}\n")
             return code
-        out.write(f"{resolved.failure().message}\n")
-        out.write("Run `workrail workflows` to see the available ids.\n")
-        return 1
+        close = did_you_mean(args.workflow_id, sorted(catalog.workflows), cutoff=0.6)
+        hint = f"Did you mean {close}? " if close else ""
+        suggestion = f"{hint}Run `workrail workflows` to see the available ids."
+        return report(envelope("NOT_FOUND", resolved.failure().message, suggestion))
     workflow = resolved.unwrap()
     compiled = workflow.compile()
     if isinstance(compiled, Failure):

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from workrail.bundle.errors import ErrorCode
     from workrail.bundle.validate import ValidatedBundle as ValidatedBundle
     from workrail.core.summary import SessionSummary
+    from workrail.core.wording import did_you_mean as did_you_mean
     from workrail.engine import lifecycle as lifecycle_uc
     from workrail.engine import resume as resume_uc
     from workrail.engine import session_recap as recap_uc
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
     from workrail.engine.sessions import ListRequest as ListRequest
     from workrail.engine.sessions import SessionList as SessionList
     from workrail.engine.sessions import decode_cursor as decode_cursor
-    from workrail.engine.sessions import did_you_mean as did_you_mean
     from workrail.engine.sessions_view import UNHEALTHY_BANNER as UNHEALTHY_BANNER
     from workrail.engine.sessions_view import NodeView as NodeView
     from workrail.engine.sessions_view import RunView as RunView
@@ -84,7 +84,7 @@ _REEXPORTED: dict[str, tuple[str, str]] = {
     "ListRequest": ("workrail.engine.sessions", "ListRequest"),
     "SessionList": ("workrail.engine.sessions", "SessionList"),
     "decode_cursor": ("workrail.engine.sessions", "decode_cursor"),
-    "did_you_mean": ("workrail.engine.sessions", "did_you_mean"),
+    "did_you_mean": ("workrail.core.wording", "did_you_mean"),
     "UNHEALTHY_BANNER": ("workrail.engine.sessions_view", "UNHEALTHY_BANNER"),
     "NodeView": ("workrail.engine.sessions_view", "NodeView"),
     "RunView": ("workrail.engine.sessions_view", "RunView"),

@@ -16,9 +16,10 @@ from workrail.core.errors import (
     retry_after_ms,
     spec_of,
 )
+from workrail.core.wording import did_you_mean
 
 if TYPE_CHECKING:
-    from workrail.engine.catalog import CatalogEntry
+    from workrail.engine.catalog import CatalogEntry, WorkflowCatalog
 
 __all__ = ["NOT_RETRYABLE", "EngineError", "ErrorCode", "Retry", "error"]
 
@@ -146,23 +147,33 @@ def storage_fault(detail: str) -> EngineError:
     )
 
 
-def workflow_not_found(workflow_id: str) -> EngineError:
-    return error(
-        "NOT_FOUND",
+def workflow_not_found(workflow_id: str, known: Sequence[str] = ()) -> EngineError:
+    """NOT_FOUND; with the id a typo most likely meant (`didYouMean`) when one of the
+    `known` ids is close."""
+    message, hint = (
         f"Workflow not found: {workflow_id}",
         "Use list_workflows to discover available workflows.",
     )
+    close = did_you_mean(workflow_id, known, cutoff=0.6)
+    if close is None:
+        return error("NOT_FOUND", message, hint)
+    return error("NOT_FOUND", message, f"Did you mean {close!r}? {hint}", didYouMean=close)
 
 
 MAX_REPORTED_PROBLEMS = 20
 """An invalid workflow's error lists at most this many problems (problemCount has all)."""
 
 
-def workflow_unavailable(workflow_id: str, entry: CatalogEntry | None) -> EngineError:
-    """NOT_FOUND for an id no file defines; WORKFLOW_INVALID, with the file and its
-    problems, for one whose only definitions fail validation."""
+def workflow_unavailable(
+    workflow_id: str, entry: CatalogEntry | None, catalog: WorkflowCatalog
+) -> EngineError:
+    """NOT_FOUND for an id no file defines (with the valid id it most likely misspells);
+    WORKFLOW_INVALID, with the file and its problems, for one whose only definitions
+    fail validation."""
     if entry is None or not entry.source_path:
-        return workflow_not_found(workflow_id)
+        return workflow_not_found(
+            workflow_id, [e.workflow_id for e in catalog.entries() if e.valid]
+        )
     return workflow_invalid(workflow_id, entry.source_path, entry.problems)
 
 

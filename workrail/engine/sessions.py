@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import difflib
 import json
 import re
 from collections.abc import Collection, Sequence
@@ -22,6 +21,7 @@ from returns.result import Failure, Result, Success
 from workrail.core.events import DomainEvent
 from workrail.core.health import SessionHealth
 from workrail.core.summary import RUN_STATUSES, RunStatus, SessionSummary, status_word
+from workrail.core.wording import did_you_mean
 from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError, error
 from workrail.engine.store_errors import from_store
@@ -71,11 +71,6 @@ def parse_statuses(given: Sequence[str]) -> Result[frozenset[RunStatus], EngineE
 
 def validation(message: str, suggestion: str, **details: Any) -> EngineError:
     return error("VALIDATION_ERROR", message, suggestion, **details)
-
-
-def did_you_mean(value: str, options: Sequence[str]) -> str | None:
-    close = difflib.get_close_matches(value, options, n=1, cutoff=0.5)
-    return close[0] if close else None
 
 
 # --- ids ---------------------------------------------------------------------------------

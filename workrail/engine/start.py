@@ -54,7 +54,7 @@ def start_workflow(
         return Failure(bad_input)
     entry = deps.catalog.get(workflow_id)
     if entry is None or entry.definition is None:
-        return Failure(workflow_unavailable(workflow_id, entry))
+        return Failure(workflow_unavailable(workflow_id, entry, deps.catalog))
     if not entry.definition.get("steps"):
         return Failure(error("PRECONDITION_FAILED", "Workflow has no steps and cannot be started."))
     compiled = pin_and_compile(deps, compiled_cache, pin_workflow(entry.definition))

@@ -44,7 +44,7 @@ def inspect_workflow(
 ) -> Result[dict[str, Any], EngineError]:
     entry = deps.catalog.get(workflow_id)
     if entry is None or entry.definition is None:
-        return Failure(workflow_unavailable(workflow_id, entry))
+        return Failure(workflow_unavailable(workflow_id, entry, deps.catalog))
     preview = preview_workflow(entry.definition)
     compiled = preview.metadata() if mode == "metadata" else preview.to_json()
     answer: dict[str, Any] = {

@@ -146,3 +146,40 @@ def test_import_json_has_the_fields_docs_mcp_names(
     assert runs is not None
     documented = {f.strip() for f in runs.group(1).split(",")}
     assert set(payload["tokens"]["runs"][0]) <= documented
+
+
+def test_import_names_the_store_it_wrote_to_in_what_to_run_next(
+    reference_data: Path, tmp_path: Path
+) -> None:
+    """The follow-up command reads the store the import wrote to (--data-dir given on the
+    command line), not the one the environment names; a finished session is not offered
+    to an agent to continue."""
+    target = tmp_path / "probe.bundle.json"
+    assert _run(["export", PROBE, "-o", str(target)], reference_data)[0] == 0
+    there = tmp_path / "there"
+    code, out, _ = _run(["--data-dir", str(there), "import", str(target)], tmp_path / "elsewhere")
+    assert code == 0
+    see = next(line for line in out.splitlines() if line.startswith("See it: "))
+    assert see == f"See it: workrail --data-dir {there} sessions show {PROBE}"
+    shown = _run(see.removeprefix("See it: workrail ").split(), tmp_path / "elsewhere")
+    assert shown[0] == 0, shown
+    assert PROBE in shown[1]
+    assert "resume_session" in out
+
+
+def test_a_finished_session_imported_is_not_offered_to_continue(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    from tests.engine.conftest import engine_over
+    from workrail.store.local.backend import LocalBackend
+
+    engine = engine_over(LocalBackend.open(tmp_path / "source"))
+    step = engine.start_workflow("probe-flow").unwrap()
+    while not step["isComplete"]:
+        step = engine.advance(step["stateToken"], step["ackToken"], notes_markdown="x").unwrap()
+    target = tmp_path / "done.bundle.json"
+    assert _run(["export", step["sessionId"], "-o", str(target)], tmp_path / "source")[0] == 0
+    code, out, _ = _run(["import", str(target)], data_dir)
+    assert code == 0
+    assert "It is complete: nothing is left to continue." in out
+    assert "resume_session" not in out

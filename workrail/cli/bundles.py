@@ -199,14 +199,19 @@ def _import(cli: Cli, engine: Engine, validated: ValidatedBundle) -> int:
             f"  run {run.run_id}: continue at node {run.preferred_tip_node_id} "
             f"(workflow {run.workflow_hash})\n"
         )
-    out.write(_next_steps(imported.session_id))
+    finished = all(run.get("isComplete") for run in done.tokens["runs"])
+    out.write(_next_steps(cli, imported.session_id, finished=finished))
     return 0
 
 
-def _next_steps(session_id: str) -> str:
-    """What a person does with an imported session (tokens are for agents: `--json`)."""
+def _next_steps(cli: Cli, session_id: str, *, finished: bool = False) -> str:
+    """What a person does with an imported session (tokens are for agents: `--json`), on
+    the store it was imported into."""
+    see = f"See it: {cli.again('sessions', 'show', session_id)}\n"
+    if finished:
+        return see + "It is complete: nothing is left to continue.\n"
     call = json.dumps({"tool": "resume_session", "params": {"sessionId": session_id}})
-    return f"See it: workrail sessions show {session_id}\nContinue it: an agent calls {call}\n"
+    return f"{see}Continue it: an agent calls {call}\n"
 
 
 def _already_imported(cli: Cli, session_id: str) -> int:
@@ -223,7 +228,8 @@ def _already_imported(cli: Cli, session_id: str) -> int:
         return 0
     cli.out.write(
         f"This bundle is already imported as {session_id}; nothing was written. "
-        "Add --copy to import a second copy under a new session id.\n" + _next_steps(session_id)
+        "Add --copy to import a second copy under a new session id.\n"
+        + _next_steps(cli, session_id)
     )
     return 0
 

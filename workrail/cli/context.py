@@ -186,6 +186,21 @@ class Cli:
             console.print(f"  Next: {suggestion_of(error)}{when}", markup=False, soft_wrap=True)
         return 2 if spec_of(code).input_fault else 1
 
+    def again(self, *words: str) -> str:
+        """A follow-up command on the same store: `workrail WORDS`, with the --data-dir or
+        --store this command was given (a store named in the environment carries over by
+        itself); a password in a --store URL is masked, never printed."""
+        import shlex
+
+        from workrail.core.urls import redact_url
+
+        flags: list[str] = []
+        if getattr(self.args, "store", None):
+            flags += ["--store", redact_url(str(self.args.store))]
+        elif getattr(self.args, "data_dir", None):
+            flags += ["--data-dir", str(self.config.data_dir)]
+        return shlex.join(["workrail", *flags, *words])
+
     def input_error(self, message: str, suggestion: str) -> int:
         return self.fail(envelope("VALIDATION_ERROR", message, suggestion))
 

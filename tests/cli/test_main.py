@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -300,7 +301,13 @@ def test_checkpoint_export_and_resume(
     assert {"stateToken", "ackToken", "checkpointToken"} <= set(resumed)
 
     assert main([*elsewhere, "checkpoint", "resume", str(out), "--context", str(context)]) == 0
-    assert "build" in capsys.readouterr().out
+    text = capsys.readouterr().out
+    assert "build" in text
+    # A person's summary names the new session and the one token an agent needs, first.
+    session = re.search(r"Resumed in a new session (sess_\w+)\.", text)
+    assert session is not None, text
+    tokens = [line.split(":")[0].strip() for line in text.splitlines() if line.startswith("  ")]
+    assert tokens[0] == "continueToken", text
 
 
 def test_checkpoint_resume_mismatches_exit_2(

@@ -78,11 +78,14 @@ def run_checkpoint_resume(cli: Cli) -> int:
         return 0
     pending = response.get("pending") or {}
     console = cli.console()
+    session = response.get("sessionId")
     console.print(
-        f"Resumed in a new session. Pending step: [bold]{escape(str(pending.get('stepId')))}[/] "
+        f"Resumed in a new session{f' {escape(str(session))}' if session else ''}. Pending "
+        f"step: [bold]{escape(str(pending.get('stepId')))}[/] "
         f"({escape(str(pending.get('title')))})"
     )
-    for key in ("stateToken", "ackToken", "checkpointToken"):
+    # continueToken first: the one token an agent needs (the others are the older form).
+    for key in ("continueToken", "stateToken", "ackToken", "checkpointToken"):
         if key in response:
             # Tokens are copied by hand: never let the terminal width break one in two.
             console.print(f"  {key}: {response[key]}", markup=False, soft_wrap=True)

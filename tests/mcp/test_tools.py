@@ -197,6 +197,21 @@ async def test_unknown_top_level_key_names_it_and_suggests_the_fix(client: Clien
     assert env["details"]["suggestions"][0]["didYouMean"] == "workflowId"
 
 
+async def test_a_continue_call_without_any_token_is_shown_the_continue_token(
+    client: Client,
+) -> None:
+    """Each missing field once (jsonschema reports one error per missing key, each naming
+    them all), and the suggestion leads with the one-token form."""
+    env = await _invalid(client, "continue_workflow", {})
+    assert [s["param"] for s in env["details"]["suggestions"]] == ["intent", "stateToken"]
+    assert env["details"]["validationErrors"] == [
+        {"path": "intent", "message": "Required"},
+        {"path": "stateToken", "message": "Required"},
+    ]
+    assert env["details"]["suggestion"].startswith("Send the continueToken from the latest")
+    assert set(env["details"]["correctTemplate"]) == {"continueToken", "output"}
+
+
 async def test_extra_key_on_list_workflows(client: Client) -> None:
     env = await _invalid(client, "list_workflows", {"extra": 1})
     assert env["details"]["validationErrors"] == [

@@ -84,6 +84,11 @@ _V1_CONTINUE = Draft202012Validator(
         "required": ["intent", "stateToken"],
     }
 )
+CONTINUE_WITHOUT_TOKEN = (
+    "Send the continueToken from the latest response, with output.notesMarkdown saying what "
+    "you did (see correctTemplate); or, in the older form, intent and stateToken (with "
+    "ackToken to advance)."
+)
 CONTINUE_TOKEN_MIXED = (
     "continueToken replaces stateToken and ackToken: send continueToken alone (with output "
     "to advance, without to recover), or stateToken and ackToken without it; not both."
@@ -235,7 +240,14 @@ def _cross_field(arguments: Mapping[str, Any]) -> list[dict[str, str]]:
     return issues
 
 
-def _suggestion(issues: list[dict[str, str]], suggestions: list[dict[str, Any]]) -> str:
+def _suggestion(
+    spec: ToolSpec,
+    arguments: Mapping[str, Any],
+    issues: list[dict[str, str]],
+    suggestions: list[dict[str, Any]],
+) -> str:
+    if _without_any_token(spec, arguments):
+        return CONTINUE_WITHOUT_TOKEN
     renames = [s for s in suggestions if s["kind"] == "unknown_key" and "didYouMean" in s]
     if renames:
         return "; ".join(f"Rename '{s['provided']}' to '{s['didYouMean']}'" for s in renames) + "."
@@ -250,8 +262,16 @@ def _suggestion(issues: list[dict[str, str]], suggestions: list[dict[str, Any]])
     return "Fix the listed fields to match the tool's input schema (see correctTemplate)."
 
 
+def _without_any_token(spec: ToolSpec, arguments: Mapping[str, Any]) -> bool:
+    """A continue_workflow call holding neither token form: it is told the simpler one."""
+    tokens = ("continueToken", "stateToken", "ackToken")
+    return spec.name == "continue_workflow" and not any(t in arguments for t in tokens)
+
+
 def _template(spec: ToolSpec, arguments: Mapping[str, Any]) -> dict[str, Any]:
-    if spec.name == "continue_workflow" and "continueToken" in arguments:
+    if spec.name == "continue_workflow" and (
+        "continueToken" in arguments or _without_any_token(spec, arguments)
+    ):
         return CONTINUE_TEMPLATE
     if spec.name == "continue_workflow" and arguments.get("intent") == "rehydrate":
         return {"intent": "rehydrate", "stateToken": "<stateToken from the latest response>"}
@@ -291,7 +311,14 @@ def validate_arguments(
         validator.iter_errors(dict(arguments)),
         key=lambda e: (list(map(str, e.absolute_path)), str(e.validator)),
     )
+    missing_at: set[tuple[str, ...]] = set()
     for err in errors:
+        if err.validator == "required":
+            # jsonschema reports each missing key of an object, each error naming them all
+            at = tuple(map(str, err.absolute_path))
+            if at in missing_at:
+                continue
+            missing_at.add(at)
         issues.extend(_issue(err, spec, suggestions))
     if not issues and tool == "continue_workflow":
         issues = _cross_field(arguments)
@@ -308,7 +335,7 @@ def _invalid(
 ) -> EngineError:
     details: dict[str, Any] = {
         "validationErrors": issues,
-        "suggestion": _suggestion(issues, suggestions),
+        "suggestion": _suggestion(spec, arguments, issues, suggestions),
     }
     if suggestions:
         details["suggestions"] = suggestions

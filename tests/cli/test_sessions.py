@@ -152,6 +152,17 @@ def test_prune_refuses_without_an_age(data_dir: Path, capsys: pytest.CaptureFixt
     assert (data_dir / "sessions" / ids[0]).exists()
 
 
+def test_a_prune_with_nothing_to_delete_says_so_in_a_whole_sentence(
+    data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ids = _sessions(data_dir, 1)
+    assert _run(data_dir, "prune", "--older-than", "30d", "--dry-run") == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "Would delete 0 sessions older than 30d."
+    assert lines[-1] == "Nothing was changed (--dry-run)."
+    assert (data_dir / "sessions" / ids[0]).exists()
+
+
 def test_archive_by_prefix_and_an_ambiguous_prefix_changes_nothing(
     data_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -94,6 +94,22 @@ async def test_replaying_a_continue_token_is_byte_identical_and_writes_nothing(
     assert event_count(data_dir) == before
 
 
+async def test_a_continue_token_replayed_with_other_output_is_warned_in_its_own_words(
+    client: Client,
+) -> None:
+    start = await ok(client, "start_workflow", {"workflowId": "probe-flow"})
+    token = start["continueToken"]
+    await ok(
+        client, "continue_workflow", {"continueToken": token, "output": {"notesMarkdown": "a"}}
+    )
+    again = await ok(
+        client, "continue_workflow", {"continueToken": token, "output": {"notesMarkdown": "b"}}
+    )
+    (warning,) = again["warnings"]
+    assert warning["code"] == "OUTPUT_NOT_RECORDED"
+    assert "continueToken" in warning["message"]
+
+
 async def test_both_protocols_share_one_idempotency_key(client: Client, data_dir: Path) -> None:
     """A continueToken is the state and ack of one response: advancing with it and with
     that response's stateToken + ackToken is the same attempt, recorded once."""

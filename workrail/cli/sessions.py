@@ -313,7 +313,10 @@ def run_prune(cli: Cli) -> int:
     console = cli.console()
     doing = "Would delete" if report.dry_run else "Deleted"
     deleted = [s.session_id for s in report.selected] if report.dry_run else report.deleted
-    console.print(f"{doing} {counted(len(deleted), 'session')} older than {args.older_than}:")
+    listed = ":" if deleted else "."
+    console.print(
+        f"{doing} {counted(len(deleted), 'session')} older than {args.older_than}{listed}"
+    )
     for sid in deleted:
         console.print(f"  {sid}", soft_wrap=True)
     for sid in report.busy:

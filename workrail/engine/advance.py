@@ -532,7 +532,7 @@ def _not_recorded_warning(*, blocked: bool) -> dict[str, Any]:
         )
     return {
         "code": "OUTPUT_NOT_RECORDED",
-        "message": "This ackToken was already used: the recorded outcome is returned and the "
-        "output sent with this call was NOT recorded.",
+        "message": "This ackToken (or the continueToken that carries it) was already used: "
+        "the recorded outcome is returned and the output sent with this call was NOT recorded.",
         "suggestion": suggestion,
     }

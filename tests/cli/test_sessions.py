@@ -142,7 +142,9 @@ def test_bad_input_is_a_validation_error_with_did_you_mean(
     error = _json(capsys)["error"]
     assert error["code"] == "VALIDATION_ERROR"
     if hint is not None:
-        assert hint in json.dumps(error)
+        assert hint in error["details"]["suggestion"]
+        meant = error["details"].get("didYouMean") or error["details"]["details"]["didYouMean"]
+        assert meant == hint
 
 
 def test_prune_refuses_without_an_age(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -150,6 +152,24 @@ def test_prune_refuses_without_an_age(data_dir: Path, capsys: pytest.CaptureFixt
     assert _run(data_dir, "prune", "--json") == 2
     assert "--older-than" in json.dumps(_json(capsys))
     assert (data_dir / "sessions" / ids[0]).exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["show"], "workrail sessions show"),
+        (["show", "sess_x", "--bogus"], "workrail sessions show"),
+        (["events", "--bogus"], "workrail sessions events"),
+        (["--bogus"], "workrail sessions"),
+    ],
+)
+def test_a_bad_argument_is_reported_against_the_subcommand_that_met_it(
+    data_dir: Path, capsys: pytest.CaptureFixture[str], argv: list[str], command: str
+) -> None:
+    assert _run(data_dir, *argv, "--json") == 2
+    error = _json(capsys)["error"]
+    assert error["message"].startswith((f"{command}: ", f"Unknown argument for {command}: "))
+    assert error["details"]["suggestion"].endswith(f"See `{command} --help`.")
 
 
 def test_a_prune_with_nothing_to_delete_says_so_in_a_whole_sentence(

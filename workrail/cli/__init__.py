@@ -175,7 +175,11 @@ def main(
             cli = Cli(
                 args, os.environ if env is None else env, out or sys.stdout, err or sys.stderr
             )
-            return cli.fail(sessions.unknown_arguments(_sessions_parser(parser), extras))
+            sub = getattr(args, "sessions_command", None)
+            command = f"workrail sessions {sub}" if sub else "workrail sessions"
+            return cli.fail(
+                sessions.unknown_arguments(_sessions_parser(parser), extras, command=command)
+            )
         parser.error(f"unrecognized arguments: {' '.join(extras)}")
     if args.command is None:
         parser.print_help(out)

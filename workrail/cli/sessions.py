@@ -422,10 +422,14 @@ def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
 
 
 def unknown_arguments(
-    parser: argparse.ArgumentParser, extras: list[str], problem: str | None = None
+    parser: argparse.ArgumentParser,
+    extras: list[str],
+    problem: str | None = None,
+    command: str = "workrail sessions",
 ) -> dict[str, Any]:
     """VALIDATION_ERROR for flags or words `workrail sessions` does not know (or another
-    argparse `problem`), with the closest known flag; nothing has run."""
+    argparse `problem`) in `command` (the subcommand that met it), with the closest
+    known flag; nothing has run."""
     known = sorted(set(_option_strings(parser)) | set(SUBCOMMANDS))
     unknown = [t for t in extras if t.startswith("-") and t.split("=", 1)[0] not in known]
     name = (unknown or extras or [""])[0].split("=", 1)[0]
@@ -435,16 +439,16 @@ def unknown_arguments(
     close = did_you_mean(name, known, cutoff=0.6) if name else None
     hint = f"Did you mean {close}? " if close else ""
     what = (
-        f"Unknown {'argument' if len(unknown) == 1 else 'arguments'} for workrail sessions: "
+        f"Unknown {'argument' if len(unknown) == 1 else 'arguments'} for {command}: "
         f"{' '.join(unknown)}"
         if unknown or problem is None
-        else f"workrail sessions: {problem}"
+        else f"{command}: {problem}"
     )
     return envelope(
         "VALIDATION_ERROR",
         f"{what}; nothing was done.",
-        hint + "See `workrail sessions --help`.",
-        details={"didYouMean": close[0] if close else None},
+        hint + f"See `{command} --help`.",
+        details={"didYouMean": close},
     )
 
 
@@ -454,7 +458,7 @@ def _friendly(parser: argparse.ArgumentParser, root: argparse.ArgumentParser) ->
 
     def error(message: str) -> Any:
         argv = list(getattr(root, "workrail_argv", None) or sys.argv[1:])
-        raise CliExit(unknown_arguments(root, argv, message))
+        raise CliExit(unknown_arguments(root, argv, message, parser.prog))
 
     parser.error = error  # type: ignore[method-assign]
 

@@ -65,6 +65,36 @@ async def test_nothing_to_resume_points_at_starting(client: Client) -> None:
     assert found["nextCall"]["tool"] == "list_workflows"
 
 
+@pytest.mark.parametrize(
+    "asked",
+    [
+        {"sessionId": "sess_aaaaaaaaaaaaaaaaaaaaaaaaaa"},
+        {"query": "nothing like this xyzzy"},
+        {"runId": "run_bogus"},
+    ],
+)
+async def test_a_request_nothing_matches_is_not_sent_into_a_recent_session(
+    client: Client, asked: dict[str, str]
+) -> None:
+    """The only candidate is the latest session, there by recency alone: shown, but the
+    agent is told to ask or start, not to continue it."""
+    recent = await _start(client, "Refactor the tokenizer")
+    found = await ok(client, "resume_session", asked)
+    assert [c["sessionId"] for c in found["candidates"]] == [recent]
+    assert set(found["candidates"][0]["whyMatched"]) <= {"recency_fallback", "matched_workspace"}
+    assert found["nextIntent"] == "start_workflow"
+    assert found["nextCall"] == {"tool": "list_workflows", "params": {}}
+    assert "Nothing matched what was asked" in found["message"]
+
+
+async def test_asking_for_the_latest_in_so_many_words_continues_it(client: Client) -> None:
+    recent = await _start(client, "Refactor the tokenizer")
+    for asked in ({}, {"query": "continue my work"}):
+        found = await ok(client, "resume_session", asked)
+        assert found["candidates"][0]["sessionId"] == recent
+        assert found["nextIntent"] == "rehydrate"
+
+
 async def test_bad_input_is_a_validation_error(client: Client, data_dir: Path) -> None:
     await _start(client, "some work")
     before = tree_digest(data_dir)

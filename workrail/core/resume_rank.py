@@ -86,9 +86,13 @@ class Ranked:
     key: tuple[float | int | str, ...]
 
 
+LOW_WEIGHT: Final = 0.2
+"""The weight of a word that says nothing about which session (low-signal, ≤ 2 letters)."""
+
+
 def weight(word: str) -> float:
     if word in LOW_SIGNAL or len(word) <= 2:
-        return 0.2
+        return LOW_WEIGHT
     if len(word) == 3:
         return 0.6
     return 1.0

@@ -12,7 +12,14 @@ from typing import Any, Final
 
 from returns.result import Failure, Result, Success
 
-from workrail.core.resume_rank import MAX_CANDIDATES, Ranked, ResumeQuery, rank
+from workrail.core.resume_rank import (
+    LOW_WEIGHT,
+    MAX_CANDIDATES,
+    Ranked,
+    ResumeQuery,
+    rank,
+    weight,
+)
 from workrail.engine.deps import EngineDeps
 from workrail.engine.errors import EngineError
 from workrail.engine.responses import rehydrate_call
@@ -65,9 +72,17 @@ class ResumeCandidate:
         }
 
 
+_FALLBACKS: Final = frozenset({"recency_fallback", "matched_workspace"})
+"""What a candidate matched when it matched nothing asked for: it is only recent."""
+_START_CALL: Final = {"tool": "list_workflows", "params": {}}
+
+
 @dataclass(frozen=True)
 class ResumeResult:
     candidates: tuple[ResumeCandidate, ...]
+    asked: bool = False
+    """Whether the request named something (words, an id, a branch or a sha): then a
+    candidate that is only recent is not what was asked for."""
 
     def to_json(self) -> dict[str, Any]:
         found = [c.to_json() for c in self.candidates]
@@ -77,9 +92,18 @@ class ResumeResult:
                 "message": "No session to resume matches. Start a new one with list_workflows "
                 "and start_workflow, or ask the user for more of the session's words.",
                 "nextIntent": "start_workflow",
-                "nextCall": {"tool": "list_workflows", "params": {}},
+                "nextCall": _START_CALL,
             }
         best = found[0]
+        if self.asked and set(best["whyMatched"]) <= _FALLBACKS:
+            return {
+                "candidates": found,
+                "message": "Nothing matched what was asked: the candidates are only the most "
+                "recent sessions. Ask the user whether one of them is the one (then send its "
+                "nextCall); else start a new one with list_workflows and start_workflow.",
+                "nextIntent": "start_workflow",
+                "nextCall": _START_CALL,
+            }
         ask = best["confidence"] != "strong" and len(found) > 1
         return {
             "candidates": found,
@@ -133,7 +157,13 @@ def resume(deps: EngineDeps, request: ResumeRequest) -> Result[ResumeResult, Eng
             session_id=item.summary.session_id, node_id=tip, workflow_hash=item.run.workflow_hash
         )
         candidates.append(ResumeCandidate(item, token))
-    return Success(ResumeResult(tuple(candidates)))
+    # Words that say something (not "continue my work", which asks for the latest), an
+    # id, a branch or a sha the caller named.
+    named = (request.session_id, request.run_id, request.git_branch, request.git_head_sha)
+    asked = any(weight(w) > LOW_WEIGHT for w in query.words) or any(
+        isinstance(v, str) and v.strip() for v in named
+    )
+    return Success(ResumeResult(tuple(candidates), asked))
 
 
 def _bad_request(request: ResumeRequest) -> EngineError | None:

@@ -212,6 +212,13 @@ async def test_a_continue_call_without_any_token_is_shown_the_continue_token(
     assert set(env["details"]["correctTemplate"]) == {"continueToken", "output"}
 
 
+async def test_a_misspelt_token_key_is_told_to_rename_it(client: Client) -> None:
+    """A call holding no token because its key is misspelt is told the rename, as any
+    other misspelt key is, not the general word on the token forms."""
+    env = await _invalid(client, "continue_workflow", {"contineToken": "ct1.x"})
+    assert env["details"]["suggestion"] == "Rename 'contineToken' to 'continueToken'."
+
+
 async def test_extra_key_on_list_workflows(client: Client) -> None:
     env = await _invalid(client, "list_workflows", {"extra": 1})
     assert env["details"]["validationErrors"] == [

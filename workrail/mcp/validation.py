@@ -246,14 +246,14 @@ def _suggestion(
     issues: list[dict[str, str]],
     suggestions: list[dict[str, Any]],
 ) -> str:
-    if _without_any_token(spec, arguments):
-        return CONTINUE_WITHOUT_TOKEN
     renames = [s for s in suggestions if s["kind"] == "unknown_key" and "didYouMean" in s]
     if renames:
         return "; ".join(f"Rename '{s['provided']}' to '{s['didYouMean']}'" for s in renames) + "."
     unknown = [s["provided"] for s in suggestions if s["kind"] == "unknown_key"]
     if unknown:
         return "Remove the unrecognized field(s) " + ", ".join(f"'{k}'" for k in unknown) + "."
+    if _without_any_token(spec, arguments):
+        return CONTINUE_WITHOUT_TOKEN  # what is missing is a token: the simpler form first
     missing = [s["param"] for s in suggestions if s["kind"] == "missing_required"]
     if missing:
         return "Add the required field(s) " + ", ".join(f"'{k}'" for k in missing) + "."

@@ -22,6 +22,7 @@ from workrail.engine.deps import EngineDeps
 from workrail.engine.signing import KeyringCodec
 from workrail.probes.git import GitWorkspaceProbe
 from workrail.store.local.backend import LocalBackend
+from workrail.store.local.layout import Layout
 from workrail.store.ports import Backend
 from workrail.workflow.catalog import (
     ROUTINES_SUBDIR,
@@ -221,12 +222,10 @@ def _local_backend(
                 "(--data-dir or WORKRAIL_DATA_DIR; a missing one is created).",
             )
         )
-    backend = LocalBackend.open(directory, allow_insecure_keys=allow_insecure_keys)
-    if existing and not backend.layout.holds_store():
-        backend.close()
+    if existing and not Layout(directory).holds_store():
         why = "it does not exist" if not directory.exists() else "no keys/ or sessions/ in it"
         return Failure(StartupError("CONFIG_INVALID", f"No WorkRail store at {directory} ({why})."))
-    return Success(backend)
+    return Success(LocalBackend.open(directory, allow_insecure_keys=allow_insecure_keys))
 
 
 def build_engine(config: WorkrailConfig, backend: Backend) -> Result[Engine, StartupError]:
